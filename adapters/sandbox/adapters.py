@@ -1,0 +1,163 @@
+"""The three sandbox adapters: one per dedupe strategy, all against the sandbox platform.
+
+Every answer of the platform goes through :func:`raise_for_answer`; httpx transport
+errors are left to ``core.transport.call_platform``, which maps them for every adapter.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import httpx
+
+from core.adapter import Adapter, Limits, PublishContext, Published
+from core.errors import Ambiguous, AuthExpired, ConfigError, NotSent, RateLimited, Rejected
+from core.states import Reason, Strategy
+
+#: How long the sandbox's native strategy remembers an Idempotency-Key (unless a fault says less).
+NATIVE_KEY_TTL = 24 * 60 * 60.0
+
+
+def raise_for_answer(response: httpx.Response) -> None:
+    """Map one answer of the sandbox platform to herald's publish errors; 2xx returns.
+
+    Raises:
+        AuthExpired: 401, the token is missing or revoked.
+        Rejected: 403 (permission denied), 422 (the reason the platform named), other 4xx.
+        RateLimited: 429, with the seconds of ``Retry-After``.
+        NotSent: 503, which the sandbox answers only when it stored nothing.
+        Ambiguous: 500 and other 5xx, after which the post may have been stored.
+    """
+    status = response.status_code
+    if 200 <= status < 300:
+        return
+    error, detail = _error_of(response)
+    message = f"sandbox answered {status} {error or ''} {detail or ''}".strip()
+    if status == 401:
+        raise AuthExpired(message, status=status)
+    if status == 403:
+        raise Rejected(Reason.PERMISSION_DENIED, message, status=status)
+    if status == 422:
+        raise Rejected(_reason(error), message, status=status)
+    if status == 429:
+        raise RateLimited(message, retry_after=_retry_after(response), status=status)
+    if status == 503:
+        raise NotSent(message, status=status)
+    if status >= 500:
+        raise Ambiguous(message, status=status)
+    raise Rejected(Reason.CONTENT_REJECTED, message, status=status)
+
+
+def _error_of(response: httpx.Response) -> tuple[str | None, str | None]:
+    """The ``error`` and ``detail`` of a JSON error body, None for what is not there."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    error, detail = body.get("error"), body.get("detail")
+    return (error if isinstance(error, str) else None, detail if isinstance(detail, str) else None)
+
+
+def _reason(error: str | None) -> Reason:
+    """The reason a 422 named, when it is one of ours; else the platform refused the content."""
+    try:
+        return Reason(error or Reason.CONTENT_REJECTED)
+    except ValueError:
+        return Reason.CONTENT_REJECTED
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return max(seconds, 0.0)
+
+
+def _published(body: Any) -> Published:
+    """Read the post's id and URL from a success answer or a search hit."""
+    if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not isinstance(body.get("url"), str):
+        # The platform said yes but we cannot tell to what: the post may exist.
+        raise Ambiguous(f"sandbox confirmed a post without its id and url: {body!r}")
+    return Published(platform_id=body["id"], url=body["url"])
+
+
+class SandboxAdapter(Adapter):
+    """What the three sandbox adapters share; subclasses pick the strategy and path."""
+
+    version: ClassVar[str] = "1"
+    limits: ClassVar[Limits] = Limits(max_chars=500, threads=True)
+    #: The platform's path prefix for this strategy: ``/api/{path_strategy}/posts``.
+    path_strategy: ClassVar[str]
+
+    def posts_url(self, ctx: PublishContext) -> str:
+        base_url = ctx.settings.get("base_url", "").rstrip("/")
+        if not base_url:
+            raise ConfigError(
+                f"the {self.name} channel has no base_url setting; add it with "
+                "`herald channel add ... --set base_url=http://127.0.0.1:8765` "
+                "(where `herald sandbox serve` listens)"
+            )
+        return f"{base_url}/api/{self.path_strategy}/posts"
+
+    def headers(self, ctx: PublishContext) -> dict[str, str]:
+        return {"Authorization": f"Bearer {ctx.settings.get('token') or 'sandbox'}"}
+
+    def body(self, ctx: PublishContext) -> dict[str, Any]:
+        return {"text": ctx.text, "reply_to": ctx.reply_to, "root": ctx.root, "key": None}
+
+    def publish(self, ctx: PublishContext) -> Published:
+        response = ctx.client.post(self.posts_url(ctx), json=self.body(ctx), headers=self.headers(ctx))
+        raise_for_answer(response)
+        return _published(response.json())
+
+
+class SandboxNative(SandboxAdapter):
+    """The platform deduplicates on the ``Idempotency-Key`` header for a day."""
+
+    name: ClassVar[str] = "sandbox-native"
+    strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
+    key_ttl: ClassVar[float | None] = NATIVE_KEY_TTL
+    path_strategy: ClassVar[str] = "native"
+
+    def headers(self, ctx: PublishContext) -> dict[str, str]:
+        return {**super().headers(ctx), "Idempotency-Key": ctx.key}
+
+
+class SandboxReadback(SandboxAdapter):
+    """The platform stores our key on the post and can be searched by it; it never deduplicates."""
+
+    name: ClassVar[str] = "sandbox-readback"
+    strategy: ClassVar[Strategy] = Strategy.READ_BACK
+    path_strategy: ClassVar[str] = "readback"
+
+    def body(self, ctx: PublishContext) -> dict[str, Any]:
+        return {**super().body(ctx), "key": ctx.key}
+
+    def find_all(self, ctx: PublishContext) -> list[Published]:
+        """Every post on the platform carrying this part's key, oldest first (two means a duplicate)."""
+        response = ctx.client.get(self.posts_url(ctx), params={"key": ctx.key}, headers=self.headers(ctx))
+        raise_for_answer(response)
+        body = response.json()
+        posts = body.get("posts") if isinstance(body, dict) else None
+        if not isinstance(posts, list):
+            raise Ambiguous(f"sandbox search answered without a list of posts: {response.text!r}")
+        return [_published(post) for post in posts]
+
+    def find(self, ctx: PublishContext) -> Published | None:
+        found = self.find_all(ctx)
+        return found[0] if found else None
+
+
+class SandboxNone(SandboxAdapter):
+    """The platform neither deduplicates nor can be searched: a post in doubt waits for a person."""
+
+    name: ClassVar[str] = "sandbox-none"
+    strategy: ClassVar[Strategy] = Strategy.NONE
+    path_strategy: ClassVar[str] = "none"
+
+
+#: Every sandbox adapter, in the order they are registered.
+SANDBOX_ADAPTERS: tuple[type[SandboxAdapter], ...] = (SandboxNative, SandboxReadback, SandboxNone)

@@ -1,0 +1,177 @@
+"""The sandbox platform's fault injection: what may go wrong, and when it does.
+
+A :class:`FaultConfig` is what ``PUT /sandbox/faults`` sets; a :class:`FaultPlan` holds
+the config with its seeded RNG and decides, once per ``POST /api/*/posts``, which fault
+(if any) that request gets. Every decision draws the same number of random values, so a
+run with a given ``seed`` replays exactly, whatever the outcome of each draw.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+#: The path prefixes of the platform API, one per dedupe strategy.
+STRATEGIES = ("native", "readback", "none")
+
+
+class FaultError(ValueError):
+    """A fault config that cannot work; the message says which field and why."""
+
+
+class Fault(StrEnum):
+    """What one POST request suffers; the first group happens before the post is stored."""
+
+    #: Answer 429 with ``Retry-After``, store nothing.
+    RATE_LIMIT = "rate_limit"
+    #: Answer 503, store nothing.
+    ERROR_BEFORE_ACCEPT = "error_before_accept"
+    #: Store the post, then close the socket without any answer.
+    DROP_AFTER_ACCEPT = "drop_after_accept"
+    #: Store the post, then answer 500.
+    ERROR_AFTER_ACCEPT = "error_after_accept"
+    #: Store the post, then wait ``hold_seconds`` before answering normally.
+    HOLD_AFTER_ACCEPT = "hold_after_accept"
+
+
+#: Faults in the order they are drawn; before-accept ones first, as a platform would refuse early.
+FAULT_ORDER = (
+    Fault.RATE_LIMIT,
+    Fault.ERROR_BEFORE_ACCEPT,
+    Fault.DROP_AFTER_ACCEPT,
+    Fault.ERROR_AFTER_ACCEPT,
+    Fault.HOLD_AFTER_ACCEPT,
+)
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """The effective fault settings; every field is optional in the PUT body."""
+
+    drop_after_accept: float = 0.0
+    hold_after_accept: float = 0.0
+    hold_seconds: float = 5.0
+    error_after_accept: float = 0.0
+    error_before_accept: float = 0.0
+    rate_limit: float = 0.0
+    retry_after: int = 1
+    latency: float = 0.0
+    forget_keys_after: float | None = None
+    strategies: tuple[str, ...] = STRATEGIES
+    times: int | None = None
+    seed: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["strategies"] = list(self.strategies)
+        return data
+
+    @classmethod
+    def from_json(cls, body: object) -> FaultConfig:
+        """Build a config from a PUT body; missing fields take their defaults.
+
+        Raises:
+            FaultError: the body is not an object, names an unknown field, or a value is out of range.
+        """
+        if not isinstance(body, Mapping):
+            raise FaultError("the fault config must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(body) - known)
+        if unknown:
+            raise FaultError(f"unknown fault field(s) {unknown}; known fields: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name in (f.value for f in FAULT_ORDER):
+            if name in body:
+                values[name] = _probability(name, body[name])
+        for name in ("hold_seconds", "latency"):
+            if name in body:
+                values[name] = _seconds(name, body[name])
+        if body.get("forget_keys_after") is not None:
+            values["forget_keys_after"] = _seconds("forget_keys_after", body["forget_keys_after"])
+        if "retry_after" in body:
+            values["retry_after"] = _count("retry_after", body["retry_after"])
+        if body.get("times") is not None:
+            values["times"] = _count("times", body["times"])
+        if body.get("seed") is not None:
+            if not _is_int(body["seed"]):
+                raise FaultError(f"seed must be an integer, got {body['seed']!r}")
+            values["seed"] = body["seed"]
+        if body.get("strategies") is not None:
+            values["strategies"] = _strategies(body["strategies"])
+        return cls(**values)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FaultError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _probability(name: str, value: object) -> float:
+    number = _number(name, value)
+    if not 0.0 <= number <= 1.0:
+        raise FaultError(f"{name} is a probability and must be between 0 and 1, got {value!r}")
+    return number
+
+
+def _seconds(name: str, value: object) -> float:
+    number = _number(name, value)
+    if number < 0:
+        raise FaultError(f"{name} is a duration in seconds and must not be negative, got {value!r}")
+    return number
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FaultError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _strategies(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise FaultError(f"strategies must be a list of strategy names, got {value!r}")
+    wrong = sorted(set(value) - set(STRATEGIES))
+    if wrong:
+        raise FaultError(f"unknown strategies {wrong}; known strategies: {list(STRATEGIES)}")
+    return tuple(dict.fromkeys(value))
+
+
+class FaultPlan:
+    """The current fault config, its RNG and how many faulty requests remain; thread-safe."""
+
+    def __init__(self, config: FaultConfig | None = None) -> None:
+        self._lock = threading.Lock()
+        self.config = FaultConfig()
+        self._rng = random.Random()
+        self._remaining: int | None = None
+        self.configure(config or FaultConfig())
+
+    def configure(self, config: FaultConfig) -> None:
+        """Replace the config; reseeds the RNG and restarts the ``times`` count."""
+        with self._lock:
+            self.config = config
+            self._rng = random.Random(config.seed)
+            self._remaining = config.times
+
+    def choose(self, strategy: str) -> Fault | None:
+        """The fault one POST request to ``strategy`` suffers, or None; consumes one of ``times``."""
+        with self._lock:
+            config = self.config
+            if strategy not in config.strategies or self._remaining == 0:
+                return None
+            if self._remaining is not None:
+                self._remaining -= 1
+            # Draw every value even after a hit, so the RNG advances the same way each request.
+            draws = [(fault, self._rng.random()) for fault in FAULT_ORDER]
+        for fault, draw in draws:
+            if draw < getattr(config, fault.value):
+                return fault
+        return None

@@ -1,0 +1,340 @@
+"""The sandbox platform: a real local HTTP server that behaves like a social platform.
+
+One path prefix per dedupe strategy (``/api/native``, ``/api/readback``, ``/api/none``),
+an HTML feed at ``/`` for people, and an admin API under ``/sandbox`` that tests use as
+the oracle (every accepted post, in order) and to inject faults (``faults.py``).
+
+It is built on the stdlib ``http.server`` rather than a framework because fault injection
+needs the raw socket: "accept the post, then close the connection without answering" is
+the failure herald exists to survive, and a framework would always answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType, TracebackType
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from adapters.sandbox.faults import STRATEGIES, Fault, FaultConfig, FaultError, FaultPlan
+from adapters.sandbox.store import TOKEN_STATES, PlatformStore, Refusal, StoredPost
+
+
+class PlatformHTTPServer(ThreadingHTTPServer):
+    """The threaded HTTP server holding the platform's state; tracks open connections."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.store = PlatformStore()
+        self.faults = FaultPlan()
+        self.log_requests = os.environ.get("HERALD_SANDBOX_LOG") == "1"
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, PlatformRequestHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        host = str(host)
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{port}"
+
+    def track(self, connection: socket.socket, *, open_: bool) -> None:
+        with self._connections_lock:
+            if open_:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        """Cut kept-alive connections, so a stopped platform stops answering at once."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up mid-hold are expected here; stay quiet unless asked to log.
+        if self.log_requests:
+            traceback.print_exc(file=sys.stderr)
+
+
+class PlatformRequestHandler(BaseHTTPRequestHandler):
+    server: PlatformHTTPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "HeraldSandbox/1"
+    # Headers and body go out in two writes; with Nagle on, each kept-alive answer waits ~40 ms.
+    disable_nagle_algorithm = True
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, open_=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, open_=False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.log_requests:
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:
+        self._answer("GET")
+
+    def do_POST(self) -> None:
+        self._answer("POST")
+
+    def do_PUT(self) -> None:
+        self._answer("PUT")
+
+    def do_DELETE(self) -> None:
+        self._answer("DELETE")
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _answer(self, method: str) -> None:
+        split = urlsplit(self.path)
+        parts = [part for part in split.path.split("/") if part]
+        query = {name: values[-1] for name, values in parse_qs(split.query).items()}
+        raw = self._read_body()
+        try:
+            if parts[:1] == ["api"]:
+                time.sleep(self.server.faults.config.latency)
+                self._platform_api(method, parts[1:], query, raw)
+            elif parts[:1] == ["sandbox"]:
+                self._admin_api(method, parts[1:], query, raw)
+            elif method == "GET" and not parts:
+                self._send_html(200, render_feed(self.server.store.posts()))
+            elif method == "GET" and len(parts) == 2 and parts[0] == "p":
+                post = self.server.store.get(parts[1])
+                if post is None:
+                    raise Refusal(404, "not_found", f"no post {parts[1]!r}")
+                self._send_html(200, render_post(post))
+            else:
+                raise Refusal(404, "not_found", f"no route {method} {split.path}")
+        except Refusal as refusal:
+            self._send_json(refusal.status, refusal.body)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _json_body(self, raw: bytes) -> Any:
+        try:
+            return json.loads(raw or b"null")
+        except ValueError as exc:
+            raise Refusal(400, "bad_request", f"the body is not valid JSON: {exc}") from exc
+
+    def _base_url(self) -> str:
+        host = self.headers.get("Host")
+        return f"http://{host}" if host else self.server.url
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _send_html(self, status: int, page: str) -> None:
+        self._send(status, page.encode(), "text/html; charset=utf-8")
+
+    def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    # -- the platform API -------------------------------------------------------------
+
+    def _platform_api(self, method: str, parts: list[str], query: dict[str, str], raw: bytes) -> None:
+        if len(parts) != 2 or parts[0] not in STRATEGIES or parts[1] != "posts":
+            raise Refusal(404, "not_found", f"no route {method} {self.path}")
+        strategy = parts[0]
+        if method == "GET":
+            if strategy == "none":
+                raise Refusal(404, "not_found", "this platform cannot be searched")
+            if not query.get("key"):
+                raise Refusal(400, "bad_request", "give the key to search for: ?key=<key>")
+            found = self.server.store.search(strategy, query["key"])
+            base_url = self._base_url()
+            self._send_json(200, {"posts": [post.public_json(base_url) for post in found]})
+        elif method == "POST":
+            self._create_post(strategy, raw)
+        else:
+            raise Refusal(405, "method_not_allowed", f"{method} is not allowed here")
+
+    def _create_post(self, strategy: str, raw: bytes) -> None:
+        faults = self.server.faults
+        config = faults.config
+        fault = faults.choose(strategy)
+        if fault is Fault.RATE_LIMIT:
+            self._send_json(429, {"error": "rate_limited"}, {"Retry-After": str(config.retry_after)})
+            return
+        if fault is Fault.ERROR_BEFORE_ACCEPT:
+            self._send_json(503, {"error": "unavailable", "detail": "nothing was stored"})
+            return
+        authorization = self.headers.get("Authorization", "")
+        token = authorization.removeprefix("Bearer ").strip() if authorization.startswith("Bearer ") else ""
+        self.server.store.check_token(token)
+        body = self._json_body(raw)
+        if not isinstance(body, dict):
+            raise Refusal(400, "bad_request", "the body must be a JSON object")
+        forget_after = config.forget_keys_after if strategy in config.strategies else None
+        post, created = self.server.store.accept(
+            strategy, body, token, self.headers.get("Idempotency-Key") or None, forget_after
+        )
+        if fault is Fault.DROP_AFTER_ACCEPT:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault is Fault.ERROR_AFTER_ACCEPT:
+            self._send_json(500, {"error": "internal_error"})
+            return
+        if fault is Fault.HOLD_AFTER_ACCEPT:
+            time.sleep(config.hold_seconds)
+        answer = post.public_json(self._base_url())
+        self._send_json(201 if created else 200, {name: answer[name] for name in ("id", "url", "created_at")})
+
+    # -- the admin API (the test oracle) ----------------------------------------------
+
+    def _admin_api(self, method: str, parts: list[str], query: dict[str, str], raw: bytes) -> None:
+        store, faults = self.server.store, self.server.faults
+        route = (method, *parts[:1])
+        if route == ("GET", "health") and len(parts) == 1:
+            self._send_json(200, {"ok": True})
+        elif route == ("GET", "posts") and len(parts) == 1:
+            strategy = query.get("strategy")
+            if strategy is not None and strategy not in STRATEGIES:
+                raise Refusal(400, "bad_request", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)}")
+            self._send_json(200, {"posts": [post.admin_json() for post in store.posts(strategy)]})
+        elif route == ("DELETE", "posts") and len(parts) == 1:
+            store.reset()
+            faults.configure(FaultConfig())
+            self._send_json(200, {"ok": True})
+        elif route == ("GET", "faults") and len(parts) == 1:
+            self._send_json(200, faults.config.to_json())
+        elif route == ("PUT", "faults") and len(parts) == 1:
+            try:
+                config = FaultConfig.from_json(self._json_body(raw))
+            except FaultError as exc:
+                raise Refusal(400, "bad_request", str(exc)) from exc
+            faults.configure(config)
+            self._send_json(200, config.to_json())
+        elif route == ("PUT", "tokens") and len(parts) == 2:
+            body = self._json_body(raw)
+            state = body.get("state") if isinstance(body, dict) else None
+            if state not in TOKEN_STATES:
+                raise Refusal(400, "bad_request", f'send {{"state": one of {list(TOKEN_STATES)}}}')
+            store.set_token(parts[1], state)
+            self._send_json(200, {"token": parts[1], "state": state})
+        else:
+            raise Refusal(404, "not_found", f"no route {method} /sandbox/{'/'.join(parts)}")
+
+
+_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font:15px/1.4 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}
+article{{border-bottom:1px solid #ddd;padding:.6rem 0}}small{{color:#666}}
+p{{white-space:pre-wrap;margin:.3rem 0}}</style></head>
+<body><h1>{title}</h1>
+{body}
+</body></html>
+"""
+
+
+def _post_html(post: StoredPost) -> str:
+    def link(post_id: str) -> str:
+        return f'<a href="/p/{html.escape(quote(post_id))}">{html.escape(post_id)}</a>'
+
+    reply = f" · reply to {link(post.reply_to)}" if post.reply_to else ""
+    return (
+        f"<article><small>{link(post.id)} · {html.escape(post.strategy)} · "
+        f"{html.escape(post.created_at)}{reply}</small><p>{html.escape(post.text)}</p></article>"
+    )
+
+
+def render_feed(posts: list[StoredPost]) -> str:
+    """The feed people look at: every post, newest first."""
+    items = "\n".join(_post_html(post) for post in reversed(posts)) or "<p>No posts yet.</p>"
+    return _PAGE.format(title="herald sandbox platform", body=items)
+
+
+def render_post(post: StoredPost) -> str:
+    return _PAGE.format(title=f"post {html.escape(post.id)}", body=_post_html(post))
+
+
+class SandboxServer:
+    """The sandbox platform on a daemon thread; binds at construction (port 0: any free one)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._httpd = PlatformHTTPServer((host, port))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Where the platform answers, e.g. ``http://127.0.0.1:8765``."""
+        return self._httpd.url
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                # A short poll keeps stop() quick; shutdown() waits for one poll to end.
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="sandbox-platform",
+                daemon=True,
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+        self._httpd.close_connections()
+
+    def __enter__(self) -> SandboxServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def serve(host: str, port: int) -> None:
+    """Run the sandbox platform in the foreground until Ctrl-C or SIGTERM."""
+    httpd = PlatformHTTPServer((host, port))
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, interrupt) if in_main_thread else None
+    print(f"herald sandbox platform listening on {httpd.url}", file=sys.stderr, flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+        httpd.close_connections()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,174 @@
+"""The sandbox platform's memory: accepted posts, remembered keys and token states.
+
+Everything lives in memory behind one lock; the validation a real platform does on a new
+post (text length, thread parent, idempotency replay) happens under that lock, so two
+requests with the same key can never both create a post.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.sandbox.faults import STRATEGIES
+
+#: Longest text the platform accepts, in characters.
+MAX_CHARS = 500
+TOKEN_STATES = ("ok", "revoked", "forbidden")
+
+
+class Refusal(Exception):
+    """A platform answer other than success: an HTTP status and a JSON error body."""
+
+    def __init__(self, status: int, error: str, detail: str = "") -> None:
+        super().__init__(f"{status} {error}: {detail}")
+        self.status = status
+        self.body = {"error": error, "detail": detail} if detail else {"error": error}
+
+
+@dataclass(frozen=True)
+class StoredPost:
+    """One post the platform accepted."""
+
+    id: str
+    strategy: str
+    key: str | None
+    idempotency_key: str | None
+    text: str
+    reply_to: str | None
+    root: str | None
+    token: str
+    created_at: str
+
+    def admin_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "strategy": self.strategy,
+            "key": self.key,
+            "idempotency_key": self.idempotency_key,
+            "text": self.text,
+            "reply_to": self.reply_to,
+            "root": self.root,
+            "token": self.token,
+            "created_at": self.created_at,
+        }
+
+    def public_json(self, base_url: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": f"{base_url}/p/{self.id}",
+            "key": self.key,
+            "text": self.text,
+            "reply_to": self.reply_to,
+            "root": self.root,
+            "created_at": self.created_at,
+        }
+
+
+class PlatformStore:
+    """Posts, remembered idempotency keys and token states, behind one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._posts: dict[str, StoredPost] = {}
+        #: native Idempotency-Key → (post id, monotonic time it was first seen)
+        self._keys: dict[str, tuple[str, float]] = {}
+        self._tokens: dict[str, str] = {}
+        # Ids are never reused, not even after a reset: a real platform never reuses them.
+        self._counters = dict.fromkeys(STRATEGIES, 0)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._posts.clear()
+            self._keys.clear()
+            self._tokens.clear()
+
+    def set_token(self, token: str, state: str) -> None:
+        with self._lock:
+            if state == "ok":
+                self._tokens.pop(token, None)
+            else:
+                self._tokens[token] = state
+
+    def check_token(self, token: str) -> None:
+        """Raises: Refusal: the token is missing, revoked or forbidden."""
+        if not token:
+            raise Refusal(401, "auth_missing", "send the header 'Authorization: Bearer <token>'")
+        with self._lock:
+            state = self._tokens.get(token, "ok")
+        if state == "revoked":
+            raise Refusal(401, "auth_expired", "the token was revoked")
+        if state == "forbidden":
+            raise Refusal(403, "permission_denied", "the token may not post")
+
+    def accept(
+        self,
+        strategy: str,
+        body: dict[str, Any],
+        token: str,
+        idempotency_key: str | None,
+        forget_after: float | None,
+    ) -> tuple[StoredPost, bool]:
+        """Store a post, or find the one an earlier request with the same key stored.
+
+        Returns:
+            The post, and whether it was created now (False: a native replay).
+
+        Raises:
+            Refusal: the body is invalid (422) or replies to an unknown post.
+        """
+        text, reply_to, root, key = (body.get(name) for name in ("text", "reply_to", "root", "key"))
+        if not isinstance(text, str) or not text.strip():
+            raise Refusal(422, "content_rejected", "text must be a non-empty string")
+        if len(text) > MAX_CHARS:
+            raise Refusal(422, "content_rejected", f"text is {len(text)} characters, at most {MAX_CHARS}")
+        for name, value in (("reply_to", reply_to), ("root", root), ("key", key)):
+            if value is not None and not isinstance(value, str):
+                raise Refusal(422, "content_rejected", f"{name} must be a string or null")
+        dedupes = strategy == "native" and bool(idempotency_key)
+        with self._lock:
+            now = time.monotonic()
+            if dedupes and idempotency_key in self._keys:
+                post_id, seen_at = self._keys[idempotency_key]
+                forgotten = forget_after is not None and now - seen_at > forget_after
+                if not forgotten and post_id in self._posts:
+                    return self._posts[post_id], False
+            parent = self._posts.get(reply_to) if reply_to is not None else None
+            if reply_to is not None and (parent is None or parent.strategy != strategy):
+                raise Refusal(422, "thread_parent_missing", f"no post {reply_to!r} to reply to")
+            self._counters[strategy] += 1
+            post = StoredPost(
+                id=f"{strategy}-{self._counters[strategy]}",
+                strategy=strategy,
+                key=None if strategy == "none" else key,
+                idempotency_key=idempotency_key if strategy == "native" else None,
+                text=text,
+                reply_to=reply_to,
+                root=root,
+                token=token,
+                created_at=datetime.now(UTC).isoformat(),
+            )
+            self._posts[post.id] = post
+            if dedupes and idempotency_key is not None:
+                self._keys[idempotency_key] = (post.id, now)
+            return post, True
+
+    def search(self, strategy: str, key: str) -> list[StoredPost]:
+        with self._lock:
+            return [
+                post
+                for post in self._posts.values()
+                if post.strategy == strategy and key in (post.key, post.idempotency_key)
+            ]
+
+    def get(self, post_id: str) -> StoredPost | None:
+        with self._lock:
+            return self._posts.get(post_id)
+
+    def posts(self, strategy: str | None = None) -> list[StoredPost]:
+        """Every accepted post in acceptance order (dicts keep insertion order)."""
+        with self._lock:
+            return [post for post in self._posts.values() if strategy in (None, post.strategy)]

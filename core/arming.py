@@ -1,0 +1,135 @@
+"""Arming: the only way a post's job is created (§7).
+
+A post has at most one job, id ``post-<id>``. The time it is armed for comes from the
+row (:func:`due_at`), never from the caller, so every path that arms agrees.
+
+* scheduled job exists → moved to the new time (one ZADD on rq's scheduled registry);
+* queued → left alone (the job reads the row and re-arms itself if it is early);
+* running → never cut short: the worker re-arms after it ends (``core.worker``),
+  unless the row's lease is stale, which means the worker running it is dead;
+* finished, failed or gone → a fresh job.
+
+rq re-enqueues an id it already knows by pushing it twice, so the check and the create
+happen under one short Redis lock per post. rq's ``Retry`` stays off: re-driving is
+the claim's job, not rq's.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from redis.exceptions import RedisError
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from core import db
+from core.clock import Clock, DatabaseClock
+from core.config import settings
+from core.models import Post
+from core.queue import post_queue
+from core.states import DeliveryStatus, PostStatus
+
+log = logging.getLogger(__name__)
+
+#: Longest a post job may run, all parts and retries of one claim included (rq's timeout).
+JOB_TIMEOUT = 3600
+
+
+def job_id(post_id: int) -> str:
+    return f"post-{post_id}"
+
+
+def due_at(post: Post, now: datetime, grace: float) -> datetime | None:
+    """When the post next needs a job to run, or None when nothing is left to do."""
+    if post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+        return None
+    if post.lease_owner is not None and post.lease_expires_at is not None:
+        # Someone holds it. If they die, their lease goes stale at this instant.
+        stale_at = post.lease_expires_at + timedelta(seconds=grace)
+        if stale_at > now:
+            return stale_at
+    times: list[datetime] = []
+    for d in post.deliveries:
+        if d.status is DeliveryStatus.SENDING:
+            times.append(now)  # its attempt died with the lease: re-drive
+        elif d.status is DeliveryStatus.PENDING:
+            times.append(max(post.scheduled_at, d.next_attempt_at or post.scheduled_at))
+        elif d.status is DeliveryStatus.RETRY_WAIT and d.next_attempt_at is not None:
+            times.append(d.next_attempt_at)
+    return min(times) if times else None
+
+
+def lease_is_stale(post: Post, now: datetime, grace: float) -> bool:
+    return post.lease_expires_at is not None and post.lease_expires_at + timedelta(seconds=grace) < now
+
+
+def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
+    """Make sure the post's one job exists for the time its row asks for.
+
+    Returns:
+        The instant the job is armed for, or None when the row asks for nothing. A Redis
+        failure is logged and swallowed: the row is the truth and the reconciler re-arms
+        from it, so no caller ever loses a post because the queue was down.
+    """
+    cfg = settings()
+    clock = clock or DatabaseClock(db.engine())
+    with db.reading() as s:
+        post = s.execute(
+            select(Post).where(Post.id == post_id).options(selectinload(Post.deliveries))
+        ).scalar_one_or_none()
+        if post is None:
+            return None
+        now = clock.now()
+        when = due_at(post, now, cfg.grace_seconds)
+        stale = lease_is_stale(post, now, cfg.grace_seconds)
+    try:
+        return _arm_job(post_id, when, now, stale)
+    except RedisError as exc:
+        log.warning("post %s: could not arm its job (%s); the reconciler will", post_id, exc)
+        return None
+
+
+def _arm_job(post_id: int, when: datetime | None, now: datetime, stale: bool) -> datetime | None:
+    queue = post_queue()
+    redis = queue.connection
+    with redis.lock(f"herald:arm:{post_id}", timeout=10, blocking_timeout=10):
+        try:
+            job: Job | None = Job.fetch(job_id(post_id), connection=redis)
+        except NoSuchJobError:
+            job = None
+        status = job.get_status(refresh=False) if job is not None else None
+        if when is None:
+            if status in (JobStatus.SCHEDULED, JobStatus.QUEUED) and job is not None:
+                job.cancel()
+                job.delete()
+            return None
+        if job is not None and status is JobStatus.SCHEDULED:
+            if when <= now:
+                queue.scheduled_job_registry.remove(job)
+                queue.enqueue_job(job)
+            else:
+                queue.schedule_job(job, when)  # ZADD: the same member at its new time
+            return when
+        if job is not None and status is JobStatus.QUEUED:
+            return when
+        if job is not None and status is JobStatus.STARTED and not stale:
+            return when
+        if job is not None:
+            job.delete()
+        job = queue.create_job(
+            "core.publish.publish_post",
+            args=(post_id,),
+            job_id=job_id(post_id),
+            timeout=JOB_TIMEOUT,
+            result_ttl=0,
+            failure_ttl=7 * 24 * 3600,
+            retry=None,
+        )
+        if when <= now:
+            queue.enqueue_job(job)
+        else:
+            queue.schedule_job(job, when)
+        return when

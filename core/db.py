@@ -1,0 +1,102 @@
+"""Engine, sessions and the column type every instant is stored in.
+
+SQLite runs in WAL mode with a busy timeout, and every write transaction starts with
+``BEGIN IMMEDIATE``: a deferred transaction that reads first and writes later can fail
+at once with "database is locked" when another process committed in between, which the
+busy timeout cannot wait out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import DateTime, Dialect, Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+from core.config import settings
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC instant; naive values are refused so no local time slips in."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: herald stores only aware instants")
+        value = value.astimezone(UTC)
+        # SQLite compares the stored text: keep one format, without an offset.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("herald_read") else "BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` set up the way herald needs it."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        _sqlite_setup(engine)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+@cache
+def engine_for(url: str) -> Engine:
+    return make_engine(url)
+
+
+def engine() -> Engine:
+    """The process's engine for the configured database."""
+    return engine_for(settings().database_url)
+
+
+@cache
+def _sessions(url: str) -> sessionmaker[Session]:
+    return sessionmaker(engine_for(url), expire_on_commit=False)
+
+
+@contextmanager
+def transaction() -> Iterator[Session]:
+    """A write transaction, committed on success and rolled back on error."""
+    with _sessions(settings().database_url).begin() as session:
+        yield session
+
+
+@contextmanager
+def reading() -> Iterator[Session]:
+    """A read-only session (on SQLite it does not take the write lock)."""
+    maker = _sessions(settings().database_url)
+    with maker() as session:
+        session.connection(execution_options={"herald_read": True})
+        yield session
+        session.rollback()

@@ -1,0 +1,333 @@
+"""The publish job: ``publish_post(post_id)`` (§6).
+
+One job per post. It reloads the row, waits out a slightly early start, claims the
+post (admission, keys and ``sending`` committed in the claim), then sends every
+admitted delivery in parallel – one channel's failure never blocks another's – and
+records each outcome under the claim's fence. A heartbeat renews the lease meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timedelta
+from functools import cache
+from typing import TypeVar
+
+import httpx
+
+from core import db, ledger, plugins
+from core.adapter import Adapter, PublishContext, Published
+from core.backoff import retry_delay
+from core.clock import Clock, DatabaseClock
+from core.config import Settings, settings
+from core.errors import (
+    Ambiguous,
+    AuthExpired,
+    FencedOut,
+    NotFound,
+    PublishError,
+    RateLimited,
+    Rejected,
+)
+from core.ledger import Claim, DeliveryPlan, PartPlan
+from core.models import Post
+from core.states import DeliveryStatus, PostStatus, Reason, Strategy
+from core.transport import call_platform
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: Threads that run platform calls, so each call can be abandoned at its hard timeout.
+_calls = ThreadPoolExecutor(max_workers=64, thread_name_prefix="herald-call")
+#: Threads that run one delivery each.
+_deliveries = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-delivery")
+
+_clock: Clock | None = None
+
+
+def use_clock(clock: Clock | None) -> None:
+    """Inject the clock every deadline is read from (tests); None means the database's."""
+    global _clock
+    _clock = clock
+
+
+def clock() -> Clock:
+    return _clock or DatabaseClock(db.engine())
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+@cache
+def _client(timeout: float) -> httpx.Client:
+    # One long-lived client per process: a kept-alive request costs ~0.5 ms, a new
+    # client ~25 ms. Its timeout bounds every phase of a call below the lease.
+    return httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
+
+
+def publish_post(post_id: int) -> str:
+    """The rq job: publish every due delivery of one post. Returns what it did, in words."""
+    cfg = settings()
+    with db.reading() as s:
+        post = s.get(Post, post_id)
+        if post is None:
+            return "no such post"
+        if post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+            return f"nothing to do: {post.status}"
+        slot = post.scheduled_at
+    early = (slot - clock().now()).total_seconds()
+    if early > cfg.early_tolerance:
+        return "early: re-armed for the slot"  # the worker re-arms from the row (core.worker)
+    if early > 0:
+        # rq's scheduler keeps whole seconds and may start a job up to ~1 s early.
+        time.sleep(early)
+    while clock().now() < slot:
+        time.sleep(0.005)
+    claim = ledger.claim_post(post_id, worker_name(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
+    if claim is None:
+        return "claimed by another worker"
+    return _run_claim(claim, cfg)
+
+
+def _run_claim(claim: Claim, cfg: Settings) -> str:
+    if not claim.plans:
+        ledger.release(claim, clock().now(), cfg.lease_seconds)
+        return "nothing due"
+    heartbeat = Heartbeat(claim, cfg)
+    remaining = _Countdown(len(claim.plans))
+    with heartbeat:
+        futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat, remaining) for plan in claim.plans]
+        outcomes = [f.result() for f in futures]
+    if not heartbeat.fenced.is_set() and remaining.left > 0 and not remaining.broken:
+        ledger.release(claim, clock().now(), cfg.lease_seconds)
+    return ", ".join(outcomes)
+
+
+class _Countdown:
+    """Tells the last delivery to finish that its commit also releases the lease."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+        #: A delivery ended in an unexpected error: keep the lease so the re-drive waits
+        #: for it to go stale rather than spinning on the same error.
+        self.broken = False
+        self._lock = threading.Lock()
+
+    def last(self) -> bool:
+        with self._lock:
+            self.left -= 1
+            return self.left == 0
+
+
+class Heartbeat:
+    """Renews the lease every third of its length while the claim's calls run."""
+
+    def __init__(self, claim: Claim, cfg: Settings) -> None:
+        self._claim = claim
+        self._cfg = cfg
+        self._stop = threading.Event()
+        #: Set when a renewal found the fence superseded: the attempt must stop.
+        self.fenced = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def beat(self) -> None:
+        if not ledger.renew_lease(self._claim.post_id, self._claim.fence, clock().now(), self._cfg.lease_seconds):
+            self.fenced.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._cfg.lease_seconds / 3):
+            try:
+                self.beat()
+            except Exception:  # a failed renewal is retried at the next beat
+                log.exception("post %s: lease renewal failed", self._claim.post_id)
+
+
+def _call(fn: Callable[[PublishContext], T], ctx: PublishContext, timeout: float) -> T:
+    """One adapter call under the hard timeout, transport errors mapped once."""
+    future = _calls.submit(call_platform, lambda: fn(ctx))
+    try:
+        return future.result(timeout=timeout)
+    except FutureTimeout:
+        raise Ambiguous(f"no answer within the hard timeout of {timeout:g}s") from None
+
+
+def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat, remaining: _Countdown) -> str:
+    try:
+        return _DeliveryRun(claim, plan, cfg, hb, remaining).run()
+    except FencedOut:
+        hb.fenced.set()
+        return f"delivery {plan.delivery_id}: fenced out"
+    except Exception:
+        # Leave the part as it is ('sending' if a call was made): the claim's lease goes
+        # stale and the next claim resolves the doubt by the adapter's strategy.
+        log.exception("post %s delivery %s: unexpected error", claim.post_id, plan.delivery_id)
+        remaining.broken = True
+        return f"delivery {plan.delivery_id}: error"
+
+
+class _DeliveryRun:
+    """Sends one delivery's parts in order, from its first unpublished one."""
+
+    def __init__(self, claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat, remaining: _Countdown):
+        self.claim, self.plan, self.cfg, self.hb, self.remaining = claim, plan, cfg, hb, remaining
+        #: Platform ids of the parts that have landed, for the reply chain.
+        self.landed = {p.idx: p.platform_id for p in plan.parts if p.platform_id}
+
+    def run(self) -> str:
+        plan = self.plan
+        try:
+            adapter = plugins.adapter(plan.platform)
+        except NotFound as exc:
+            self._stop(plan.start, DeliveryStatus.HELD, Reason.CHANNEL_DISCONNECTED, str(exc), plan.in_doubt)
+            return f"delivery {plan.delivery_id}: held (no adapter)"
+        idx, in_doubt = plan.start, plan.in_doubt
+        while True:
+            if self.hb.fenced.is_set():
+                raise FencedOut("heartbeat saw a newer claim")
+            part = plan.parts[idx]
+            ctx = self._context(part, idx)
+            try:
+                result, adopted = self._attempt(adapter, part, ctx, in_doubt)
+            except _HoldInDoubt as hold:
+                self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, str(hold), True)
+                return f"delivery {plan.delivery_id}: held ambiguous at part {idx}"
+            except PublishError as exc:
+                return self._failed(adapter, idx, in_doubt, exc)
+            more = ledger.part_published(
+                self.claim,
+                plan.delivery_id,
+                idx,
+                result,
+                clock().now(),
+                self.cfg.lease_seconds,
+                adopted=adopted,
+                release=False if more_parts(plan, idx) else self.remaining.last(),
+            )
+            if not more:
+                return f"delivery {plan.delivery_id}: published"
+            self.landed[idx] = result.platform_id
+            idx, in_doubt = idx + 1, False
+
+    def _context(self, part: PartPlan, idx: int) -> PublishContext:
+        return PublishContext(
+            settings=self.plan.settings,
+            key=part.key,
+            text=part.text,
+            part_index=idx,
+            reply_to=self.landed.get(idx - 1) if idx > 0 else None,
+            root=self.landed.get(0) if idx > 0 else None,
+            media=part.media,
+            client=_client(self.cfg.call_timeout),
+            heartbeat=self.hb.beat,
+        )
+
+    def _attempt(self, adapter: Adapter, part: PartPlan, ctx: PublishContext, in_doubt: bool) -> tuple[Published, bool]:
+        """Send the part, or first settle an earlier attempt in doubt by the adapter's strategy."""
+        timeout = self.cfg.call_timeout
+        if in_doubt:
+            strategy = adapter.strategy
+            if strategy is Strategy.NATIVE_KEY and not self._key_remembered(adapter, part):
+                if not adapter.can_find:
+                    raise _HoldInDoubt("the platform has forgotten the key; it cannot be searched")
+                strategy = Strategy.READ_BACK
+            if strategy is Strategy.READ_BACK:
+                found = _call(adapter.find, ctx, timeout)
+                if found is not None:
+                    return found, True  # adopt: it landed; no second call
+            elif strategy is Strategy.NONE and not _opted_into_resend(self.plan.settings):
+                raise _HoldInDoubt("an earlier attempt may have landed and the platform cannot be asked")
+        return _call(adapter.publish, ctx, timeout), False
+
+    def _key_remembered(self, adapter: Adapter, part: PartPlan) -> bool:
+        if adapter.key_ttl is None or part.attempt_started_at is None:
+            return True
+        return clock().now() - part.attempt_started_at < timedelta(seconds=adapter.key_ttl)
+
+    def _failed(self, adapter: Adapter, idx: int, in_doubt: bool, exc: PublishError) -> str:
+        plan, detail = self.plan, f"{type(exc).__name__}: {exc}"
+        # A part in doubt stays in doubt: a resend that provably failed says nothing of
+        # the earlier attempt.
+        doubt = in_doubt or isinstance(exc, Ambiguous)
+        if isinstance(exc, AuthExpired):
+            self._stop(idx, DeliveryStatus.HELD, Reason.AUTH_EXPIRED, detail, doubt, disconnect=True)
+            return f"delivery {plan.delivery_id}: held auth_expired"
+        if isinstance(exc, Rejected):
+            self._stop(idx, DeliveryStatus.FAILED, exc.reason, detail, doubt)
+            return f"delivery {plan.delivery_id}: failed {exc.reason}"
+        if doubt and adapter.strategy is Strategy.NONE and not _opted_into_resend(plan.settings):
+            self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, detail, True)
+            return f"delivery {plan.delivery_id}: held ambiguous at part {idx}"
+        retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
+        ledger.delivery_parked(
+            self.claim,
+            plan.delivery_id,
+            idx,
+            in_doubt=doubt,
+            next_attempt_at=self._next_attempt(retry_after),
+            reason=Reason.RATE_LIMITED if isinstance(exc, RateLimited) else None,
+            detail=detail,
+            now=clock().now(),
+            lease=self.cfg.lease_seconds,
+            release=self.remaining.last(),
+        )
+        return f"delivery {plan.delivery_id}: retry ({type(exc).__name__})"
+
+    def _next_attempt(self, retry_after: float | None) -> datetime | None:
+        if self.plan.attempts >= self.cfg.max_attempts:
+            return None
+        delay = retry_delay(
+            self.plan.attempts, base=self.cfg.backoff_base, cap=self.cfg.backoff_max, retry_after=retry_after
+        )
+        return clock().now() + timedelta(seconds=delay)
+
+    def _stop(
+        self,
+        idx: int,
+        status: DeliveryStatus,
+        reason: Reason,
+        detail: str,
+        in_doubt: bool,
+        *,
+        disconnect: bool = False,
+    ) -> None:
+        ledger.delivery_stopped(
+            self.claim,
+            self.plan.delivery_id,
+            idx,
+            status=status,
+            reason=reason,
+            detail=detail,
+            in_doubt=in_doubt,
+            now=clock().now(),
+            lease=self.cfg.lease_seconds,
+            disconnect=disconnect,
+            release=self.remaining.last(),
+        )
+
+
+class _HoldInDoubt(Exception):
+    """An attempt in doubt that the adapter's strategy cannot settle: a person decides."""
+
+
+def more_parts(plan: DeliveryPlan, idx: int) -> bool:
+    return idx + 1 < len(plan.parts)
+
+
+def _opted_into_resend(channel_settings: dict[str, object]) -> bool:
+    return str(channel_settings.get("resend_in_doubt", "")).lower() in ("1", "true", "yes")
