@@ -25,7 +25,7 @@ def retry_delay(
     The jitter spreads a burst of failures so their retries do not arrive together; it
     lies in the upper half of the exponential step so a retry is never immediate.
     """
-    step = min(cap, base * 2 ** max(0, attempts - 1))
+    step = min(cap, base * 2 ** min(max(0, attempts - 1), 64))
     delay: float = step / 2 + (rng or random).uniform(0, step / 2)
     if retry_after is not None:
         delay = max(delay, retry_after)

