@@ -73,7 +73,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def migrated(database_url: str) -> str:
-    schema.upgrade(db.make_engine(database_url))
+    schema.upgrade(db.engine_for(database_url))
     return database_url
 
 
@@ -179,19 +179,26 @@ def platform(sandbox: SandboxServer, herald: Settings) -> Sandbox:
 
 
 class Workers:
-    """Real worker processes, each stopped (or killed) by the test's end."""
+    """Real worker processes, each stopped (or killed) by the test's end.
 
-    def __init__(self) -> None:
+    Their output goes to ``worker-N.log`` under the test's HERALD_HOME; a failing test
+    prints it.
+    """
+
+    def __init__(self, logs: Path) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs = logs
 
     def start(self, *args: str) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "core.cli", "worker", *args],
-            cwd=ROOT,
-            env=dict(os.environ),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with (self.logs / f"worker-{len(self.procs)}.log").open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "core.cli", "worker", *args],
+                cwd=ROOT,
+                env=dict(os.environ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.procs.append(proc)
         return proc
 
@@ -205,15 +212,19 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            if proc.stderr:
-                proc.stderr.close()
+
+    def output(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(self.logs.glob("worker-*.log")))
 
 
 @pytest.fixture
-def workers(herald: Settings) -> Iterator[Workers]:
-    pool = Workers()
+def workers(herald: Settings, request: pytest.FixtureRequest) -> Iterator[Workers]:
+    pool = Workers(herald.home_path)
     yield pool
     pool.stop_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(pool.output())
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
@@ -238,3 +249,10 @@ def drain() -> None:
 @pytest.fixture
 def sandbox_url(sandbox: SandboxServer) -> str:
     return sandbox.url
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

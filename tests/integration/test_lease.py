@@ -1,0 +1,77 @@
+"""The lease's timing invariants hold in practice: heartbeat, hard timeout, grace."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from core import db, ledger
+from core.config import Settings
+from core.models import Post
+from core.posts import create_post, describe_post
+from core.publish import Heartbeat
+from tests.integration.conftest import Sandbox, drain
+
+pytestmark = pytest.mark.integration
+
+
+def lease_expiry(post_id: int) -> datetime:
+    with db.reading() as s:
+        expiry = s.get_one(Post, post_id).lease_expires_at
+    assert expiry is not None
+    return expiry
+
+
+def test_heartbeat_keeps_renewing_the_lease_while_the_attempt_runs(channels: dict[str, str], herald: Settings) -> None:
+    post_id = create_post(channels=[channels["native"]], parts=["long call"], at=datetime.now(UTC) + timedelta(hours=1))
+    cfg = herald.with_(lease_seconds=0.9, call_timeout=0.3, grace_seconds=0.5)
+    claim = ledger.claim_post(post_id, "w", datetime.now(UTC), cfg.lease_seconds, cfg.grace_seconds)
+    assert claim is not None
+    first = lease_expiry(post_id)
+
+    with Heartbeat(claim, cfg) as heartbeat:
+        time.sleep(2.0)  # more than twice the lease
+        renewed = lease_expiry(post_id)
+    assert renewed > first + timedelta(seconds=1)
+    assert renewed > datetime.now(UTC)  # never lapsed while the attempt ran
+    assert not heartbeat.fenced.is_set()
+
+
+def test_heartbeat_notices_when_a_newer_claim_fences_it_out(channels: dict[str, str], herald: Settings) -> None:
+    post_id = create_post(channels=[channels["native"]], parts=["x"], at=datetime.now(UTC) - timedelta(seconds=1))
+    cfg = herald.with_(lease_seconds=0.6, call_timeout=0.2, grace_seconds=0.3)
+    t0 = datetime.now(UTC)
+    old = ledger.claim_post(post_id, "old", t0, cfg.lease_seconds, cfg.grace_seconds)
+    assert old is not None
+    assert ledger.claim_post(post_id, "new", t0 + timedelta(seconds=5), 30, cfg.grace_seconds) is not None
+
+    with Heartbeat(old, cfg) as heartbeat:
+        time.sleep(0.5)
+    assert heartbeat.fenced.is_set()
+
+
+def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_key(
+    channels: dict[str, str], platform: Sandbox, herald: Settings
+) -> None:
+    assert herald.call_timeout < herald.lease_seconds < herald.lease_seconds + herald.grace_seconds
+    platform.faults(latency=herald.call_timeout + 1.0, times=1, strategies=["native"])
+    post_id = create_post(channels=[channels["native"]], parts=["slow platform"])
+    started = time.monotonic()
+    drain()
+    assert time.monotonic() - started < herald.lease_seconds  # the call was cut at its hard timeout
+
+    delivery = describe_post(post_id)["deliveries"][0]
+    assert delivery["status"] == "retry_wait"
+    assert delivery["parts"][0]["state"] == "sending"
+    assert "hard timeout" in (delivery["detail"] or "") or "Timeout" in (delivery["detail"] or "")
+
+    platform.faults()  # the platform is fast again
+    time.sleep(1.5)  # the slow request lands meanwhile; backoff passes
+    from core.arming import arm
+
+    arm(post_id)
+    drain()
+    assert describe_post(post_id)["status"] == "published"
+    assert len(platform.posts("native")) == 1
