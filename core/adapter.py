@@ -92,6 +92,15 @@ class Adapter:
         """Look the part up by its key (``read_back`` adapters); None when it is not there."""
         raise NotImplementedError
 
+    def find_all(self, ctx: PublishContext) -> list[Published]:
+        """Every copy of the part the platform holds under its key (to detect duplicates).
+
+        Adapters whose platform can list several matches override this; the default
+        sees at most the one :meth:`find` returns.
+        """
+        found = self.find(ctx)
+        return [] if found is None else [found]
+
     @property
     def can_find(self) -> bool:
         """Whether this adapter implements :meth:`find`."""

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
+from core import cli_watch
 from core.errors import HeraldError, UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Schedule a post once; herald publishes it.")
@@ -139,7 +140,9 @@ def post_create(
     if text is not None:
         texts.insert(0, text)
     if parts_file is not None:
-        texts += [chunk.strip() for chunk in parts_file.read_text().split("\n---\n")]
+        from threads.chain import split_parts
+
+        texts += split_parts(parts_file.read_text())
     when, shown_in = _slot(at, in_, zone, fold)
     embargo = parse_instant(not_before, zone, fold)[0] if not_before else None
     post_id = create_post(
@@ -150,7 +153,8 @@ def post_create(
 
 @post_app.command("show")
 def post_show(post_id: int, as_json: JsonOpt = False) -> None:
-    """Show a post: its status, each delivery's status, reason, platform id and url, attempts."""
+    """Show a post: its status, each delivery's status, reason, platform id and url, attempts;
+    for a thread, how far it got on each channel and every part's state and platform id."""
     from core.posts import describe_post
 
     info = describe_post(post_id)
@@ -165,6 +169,13 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
             d["channel"], d["status"], d["progress"], reason, d["platform_id"] or "", d["url"] or "", str(d["attempts"])
         )
     out.print(table)
+    for d in info["deliveries"]:
+        if len(d["parts"]) < 2:
+            continue
+        thread = Table("part", "state", "platform id", "url", title=f"{d['channel']}: thread {d['progress']} published")
+        for p in d["parts"]:
+            thread.add_row(f"{p['index'] + 1}/{len(d['parts'])}", p["state"], p["platform_id"] or "", p["url"] or "")
+        out.print(thread)
 
 
 @post_app.command("cancel")
@@ -269,11 +280,17 @@ def sandbox_serve(
     serve(host, port)
 
 
+cli_watch.register(app)
+
+
 def main() -> None:
     """Entry point: errors reach people as one line that names the fix, never a traceback."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        app(standalone_mode=False)
+        # Outside standalone mode click returns an Exit's code instead of exiting.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
     except HeraldError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
         raise SystemExit(2) from None

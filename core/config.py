@@ -37,6 +37,8 @@ class Settings:
     call_timeout: float = 10.0
     #: Seconds between reconciler ticks.
     tick_seconds: float = 60.0
+    #: Seconds past its slot after which an unpublished, unheld delivery raises an alarm.
+    missed_after: float = 120.0
     #: Attempts of one delivery before it fails with ``platform_unavailable``.
     max_attempts: int = 6
     #: First backoff delay in seconds; doubled on every attempt, with jitter.

@@ -8,6 +8,7 @@ busy timeout cannot wait out.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -35,6 +36,10 @@ class UTCDateTime(TypeDecorator[datetime]):
         value = value.astimezone(UTC)
         # SQLite compares the stored text: keep one format, without an offset.
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_literal_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:  # type: ignore[override]
+        # Only for rendering a statement to read its plan (EXPLAIN in tests).
+        return self.process_bind_param(value, dialect)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -70,9 +75,25 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
-@cache
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
 def engine_for(url: str) -> Engine:
-    return make_engine(url)
+    """The process's one engine (and connection pool) for ``url``."""
+    with _engines_lock:
+        if url not in _engines:
+            _engines[url] = make_engine(url)
+        return _engines[url]
+
+
+def dispose_all() -> None:
+    """Close every pooled connection of every engine this process made."""
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _sessions.cache_clear()
 
 
 def engine() -> Engine:
@@ -94,9 +115,11 @@ def transaction() -> Iterator[Session]:
 
 @contextmanager
 def reading() -> Iterator[Session]:
-    """A read-only session (on SQLite it does not take the write lock)."""
+    """A read-only session (on SQLite it does not take the write lock).
+
+    Closing it detaches the rows read, with what was loaded still readable.
+    """
     maker = _sessions(settings().database_url)
     with maker() as session:
         session.connection(execution_options={"herald_read": True})
         yield session
-        session.rollback()

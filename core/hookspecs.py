@@ -13,6 +13,7 @@ from pluggy import HookimplMarker, HookspecMarker
 
 if TYPE_CHECKING:
     from core.adapter import Adapter
+    from core.events import AlarmEvent
 
 hookspec = HookspecMarker("herald")
 hookimpl = HookimplMarker("herald")
@@ -26,3 +27,11 @@ def herald_register_adapters(register: RegisterAdapter) -> None:
     """Called once when the plugin manager loads; call ``register(AdapterClass)`` for each
     platform adapter the plugin provides. Which adapters are enabled, and their settings,
     come from ``plugins.toml``."""
+
+
+@hookspec
+def herald_alarm(alarm: AlarmEvent) -> None:
+    """Called once when an alarm is raised (``alarm.state == "open"``) and once when its
+    condition clears (``"resolved"``). Route it to a person: a log, a webhook, a pager.
+    Every implementation is called; one that raises does not stop the others being
+    tried on the next raise, and is logged."""

@@ -117,6 +117,8 @@ class Delivery(Base):
     __table_args__ = (
         UniqueConstraint("post_id", "channel_id", name="uq_deliveries_post_channel"),
         Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        # The reconciler's read-back sweep looks at recent confirmations only.
+        Index("ix_deliveries_confirmed_at", "confirmed_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -190,3 +192,40 @@ class Attempt(Base):
     ended_at: Mapped[datetime | None]
     outcome: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class AlarmKind(enum.StrEnum):
+    #: A slot passed by more than the allowed delay with no publication and no hold.
+    MISSED_SLOT = "missed_slot"
+    #: More than one copy of a post on a channel for one slot.
+    DUPLICATE = "duplicate"
+
+
+class Alarm(Base):
+    """An alarm, raised once while its condition holds and resolved when it clears (§14)."""
+
+    __tablename__ = "alarms"
+    __table_args__ = (Index("ix_alarms_post_id", "post_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[AlarmKind] = mapped_column(_enum(AlarmKind))
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    slot: Mapped[datetime]
+    detail: Mapped[str] = mapped_column(Text)
+    #: ``kind:post:channel`` while open, NULL once resolved: the unique index lets one
+    #: alarm be open per condition, however many times two reconcilers raise it.
+    open_key: Mapped[str | None] = mapped_column(String(80), unique=True)
+    opened_at: Mapped[datetime]
+    resolved_at: Mapped[datetime | None]
+
+
+class Tick(Base):
+    """When each periodic loop last ran (the reconciler's is the health panel's first line)."""
+
+    __tablename__ = "ticks"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    at: Mapped[datetime]
+    duration_ms: Mapped[float]
+    armed: Mapped[int] = mapped_column(default=0)

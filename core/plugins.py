@@ -21,7 +21,7 @@ from core.config import settings
 from core.errors import ConfigError, NotFound
 
 #: Modules shipped with herald that are plugins like any other.
-DEFAULT_PLUGINS = ("adapters.sandbox",)
+DEFAULT_PLUGINS = ("adapters.sandbox", "reconciler.alarm_log", "reconciler.webhook")
 
 
 @cache
@@ -36,8 +36,8 @@ def plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def read_plugins_toml(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``[adapters.NAME]`` tables of plugins.toml; empty when the file is absent.
+def read_plugins_toml(path: Path, section: str = "adapters") -> dict[str, dict[str, Any]]:
+    """The ``[SECTION.NAME]`` tables of plugins.toml; empty when the file is absent.
 
     Raises:
         ConfigError: the file is not valid TOML.
@@ -48,9 +48,9 @@ def read_plugins_toml(path: Path) -> dict[str, dict[str, Any]]:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the line it names.") from None
-    tables = data.get("adapters", {})
+    tables = data.get(section, {})
     if not isinstance(tables, dict):
-        raise ConfigError(f"{path}: [adapters] must be a table of [adapters.NAME] tables.")
+        raise ConfigError(f"{path}: [{section}] must be a table of [{section}.NAME] tables.")
     return tables
 
 

@@ -16,8 +16,9 @@ from core.arming import arm
 from core.clock import DatabaseClock
 from core.errors import NotFound, UserError
 from core.models import Account, Approval, Attempt, Channel, Post
-from core.states import ADMISSION_HOLDS, DeliveryStatus, PartState
+from core.states import ADMISSION_HOLDS, DeliveryStatus
 from core.timing import show
+from threads.progress import progress
 
 
 def _now() -> datetime:
@@ -121,7 +122,8 @@ def lift_admission_holds() -> list[int]:
 
 
 def describe_post(post_id: int) -> dict[str, Any]:
-    """Everything `herald post show` prints: status, deliveries, parts, attempts."""
+    """Everything `herald post show` prints: status, deliveries with their progress and
+    each part's state and platform id, attempts."""
     with db.reading() as s:
         post = s.get(Post, post_id)
         if post is None:
@@ -150,7 +152,8 @@ def describe_post(post_id: int) -> dict[str, Any]:
                     if d.next_attempt_at and d.status in (DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING)
                     else None,
                     "attempts": d.attempts,
-                    "progress": f"{sum(p.state is PartState.PUBLISHED for p in d.parts)}/{len(d.parts)}",
+                    # How far a thread got (§10): "2/5" while parts remain, whatever the status.
+                    "progress": str(progress(p.state for p in d.parts)),
                     "platform_id": d.parts[0].platform_id if d.parts else None,
                     "url": d.parts[0].url if d.parts else None,
                     "parts": [
@@ -160,6 +163,7 @@ def describe_post(post_id: int) -> dict[str, Any]:
                             "key": p.key,
                             "platform_id": p.platform_id,
                             "url": p.url,
+                            "published_at": show(p.published_at, post.zone) if p.published_at else None,
                         }
                         for p in d.parts
                     ],

@@ -17,10 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timedelta
-from functools import cache
 from typing import TypeVar
-
-import httpx
 
 from core import db, ledger, plugins
 from core.adapter import Adapter, PublishContext, Published
@@ -39,7 +36,8 @@ from core.errors import (
 from core.ledger import Claim, DeliveryPlan, PartPlan
 from core.models import Post
 from core.states import DeliveryStatus, PostStatus, Reason, Strategy
-from core.transport import call_platform
+from core.transport import call_platform, http_client
+from threads.chain import reply_targets
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,13 +62,6 @@ def clock() -> Clock:
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
-
-
-@cache
-def _client(timeout: float) -> httpx.Client:
-    # One long-lived client per process: a kept-alive request costs ~0.5 ms, a new
-    # client ~25 ms. Its timeout bounds every phase of a call below the lease.
-    return httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
 def publish_post(post_id: int) -> str:
@@ -225,15 +216,16 @@ class _DeliveryRun:
             idx, in_doubt = idx + 1, False
 
     def _context(self, part: PartPlan, idx: int) -> PublishContext:
+        reply_to, root = reply_targets(self.landed, idx)
         return PublishContext(
             settings=self.plan.settings,
             key=part.key,
             text=part.text,
             part_index=idx,
-            reply_to=self.landed.get(idx - 1) if idx > 0 else None,
-            root=self.landed.get(0) if idx > 0 else None,
+            reply_to=reply_to,
+            root=root,
             media=part.media,
-            client=_client(self.cfg.call_timeout),
+            client=http_client(self.cfg.call_timeout),
             heartbeat=self.hb.beat,
         )
 

@@ -74,6 +74,7 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
     sandbox_url = f"http://127.0.0.1:{sandbox_port}"
     children = [_spawn(["sandbox", "serve", "--port", str(sandbox_port)], env, home, "sandbox")]
     children += [_spawn(["worker"], env, home, f"worker-{i}") for i in range(workers)]
+    children.append(_spawn(["reconcile"], env, home, "reconciler"))
     try:
         _wait_for(f"{sandbox_url}/sandbox/health")
         print(f"herald is running: database {cfg.database_url}, queue {env['HERALD_REDIS_URL']}")

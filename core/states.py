@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from core.errors import Conflict
 
@@ -214,21 +215,35 @@ def check_transition(current: DeliveryStatus, new: DeliveryStatus, reason: Reaso
         raise Conflict(f"a delivery that becomes {new} needs a reason")
 
 
-def summarize(statuses: Iterable[DeliveryStatus], *, claimed: bool) -> PostStatus:
+class DeliveryState(NamedTuple):
+    """What a post's status is summarised from: one delivery's status and how far it got."""
+
+    status: DeliveryStatus
+    #: How many of its parts the platform confirmed; above 0 on a delivery that did not
+    #: end published, a thread stopped part-way (§10).
+    published_parts: int = 0
+
+
+def summarize(deliveries: Iterable[DeliveryState], *, claimed: bool) -> PostStatus:
     """The post's status as a summary of its deliveries.
 
+    A delivery that ended without publishing every part but published some (a thread
+    stopped at part 3 of 5) makes the post ``partially_published``, not ``failed``: part
+    of it is on the platform. A held one keeps the post ``held``: a person must act.
+
     Args:
-        statuses: the status of every delivery of the post.
+        deliveries: the status of every delivery of the post, with its published parts.
         claimed: whether any worker has claimed the post yet (its fence is above 0).
     """
-    seen = set(statuses)
+    states = list(deliveries)
+    seen = {d.status for d in states}
     if seen & ACTIVE_DELIVERY:
         return PostStatus.PUBLISHING if claimed else PostStatus.SCHEDULED
     if DeliveryStatus.HELD in seen:
         return PostStatus.HELD
     if seen == {DeliveryStatus.PUBLISHED}:
         return PostStatus.PUBLISHED
-    if DeliveryStatus.PUBLISHED in seen:
+    if DeliveryStatus.PUBLISHED in seen or any(d.published_parts > 0 for d in states):
         return PostStatus.PARTIALLY_PUBLISHED
     if seen <= {DeliveryStatus.CANCELLED}:
         return PostStatus.CANCELLED

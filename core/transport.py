@@ -7,6 +7,7 @@ request may have been written could have reached the platform.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import TypeVar
 
 import httpx
@@ -17,6 +18,13 @@ T = TypeVar("T")
 
 #: Failures before a single byte of the request can have reached the platform.
 _NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+
+
+@cache
+def http_client(timeout: float) -> httpx.Client:
+    """The process's one long-lived client: a kept-alive request costs ~0.5 ms, a new
+    client ~25 ms. Its timeout bounds every phase of a call below the lease."""
+    return httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
 def call_platform(call: Callable[[], T]) -> T:

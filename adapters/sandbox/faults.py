@@ -4,6 +4,10 @@ A :class:`FaultConfig` is what ``PUT /sandbox/faults`` sets; a :class:`FaultPlan
 the config with its seeded RNG and decides, once per ``POST /api/*/posts``, which fault
 (if any) that request gets. Every decision draws the same number of random values, so a
 run with a given ``seed`` replays exactly, whatever the outcome of each draw.
+
+``after`` and ``times`` aim the faults at the n-th request: ``after=2, times=1`` lets the
+first two matching POSTs through untouched and gives the third one the faults – part 3
+of a thread, say. Latency and forgotten keys are not counted: they apply throughout.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ class FaultConfig:
     latency: float = 0.0
     forget_keys_after: float | None = None
     strategies: tuple[str, ...] = STRATEGIES
+    #: How many matching POSTs pass untouched before the faults apply.
+    after: int = 0
+    #: How many matching POSTs (after the first ``after``) may get a fault; None: all.
     times: int | None = None
     seed: int | None = None
 
@@ -94,6 +101,8 @@ class FaultConfig:
             values["forget_keys_after"] = _seconds("forget_keys_after", body["forget_keys_after"])
         if "retry_after" in body:
             values["retry_after"] = _count("retry_after", body["retry_after"])
+        if body.get("after") is not None:
+            values["after"] = _count("after", body["after"])
         if body.get("times") is not None:
             values["times"] = _count("times", body["times"])
         if body.get("seed") is not None:
@@ -145,27 +154,36 @@ def _strategies(value: object) -> tuple[str, ...]:
 
 
 class FaultPlan:
-    """The current fault config, its RNG and how many faulty requests remain; thread-safe."""
+    """The current fault config, its RNG and how many requests to skip and to fault; thread-safe."""
 
     def __init__(self, config: FaultConfig | None = None) -> None:
         self._lock = threading.Lock()
         self.config = FaultConfig()
         self._rng = random.Random()
         self._remaining: int | None = None
+        self._to_skip = 0
         self.configure(config or FaultConfig())
 
     def configure(self, config: FaultConfig) -> None:
-        """Replace the config; reseeds the RNG and restarts the ``times`` count."""
+        """Replace the config; reseeds the RNG and restarts the ``after`` and ``times`` counts."""
         with self._lock:
             self.config = config
             self._rng = random.Random(config.seed)
             self._remaining = config.times
+            self._to_skip = config.after
 
     def choose(self, strategy: str) -> Fault | None:
-        """The fault one POST request to ``strategy`` suffers, or None; consumes one of ``times``."""
+        """The fault one POST request to ``strategy`` suffers, or None.
+
+        A request to a listed strategy first uses up one of ``after`` (and gets no fault),
+        then one of ``times``.
+        """
         with self._lock:
             config = self.config
             if strategy not in config.strategies or self._remaining == 0:
+                return None
+            if self._to_skip > 0:
+                self._to_skip -= 1
                 return None
             if self._remaining is not None:
                 self._remaining -= 1

@@ -56,7 +56,7 @@ def _throwaway_postgres(url: str) -> Iterator[str]:
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
-        db.engine_for.cache_clear()
+        db.dispose_all()
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
@@ -190,10 +190,15 @@ class Workers:
         self.logs = logs
 
     def start(self, *args: str) -> subprocess.Popen[bytes]:
+        """A ``herald worker`` process."""
+        return self.spawn("worker", *args)
+
+    def spawn(self, *args: str) -> subprocess.Popen[bytes]:
+        """Any ``herald`` command as a process (``reconcile``, ...)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         with (self.logs / f"worker-{len(self.procs)}.log").open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "core.cli", "worker", *args],
+                [sys.executable, "-m", "core.cli", *args],
                 cwd=ROOT,
                 env=dict(os.environ),
                 stdout=log,

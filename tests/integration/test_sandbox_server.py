@@ -301,6 +301,40 @@ def test_times_applies_the_fault_to_the_next_requests_only(client: httpx.Client)
     assert post(client, "none").status_code == 201
 
 
+def test_after_lets_the_first_requests_through_then_faults_the_next_times(client: httpx.Client) -> None:
+    set_faults(client, error_before_accept=1.0, after=2, times=1)
+
+    statuses = [post(client, "none", f"part {i}").status_code for i in range(1, 5)]
+
+    assert statuses == [201, 201, 503, 201]
+    assert [p["text"] for p in stored(client)] == ["part 1", "part 2", "part 4"]
+
+
+def test_after_without_times_faults_every_request_after_the_first_ones(client: httpx.Client) -> None:
+    set_faults(client, error_after_accept=1.0, after=1)
+
+    assert [post(client, "none").status_code for _ in range(3)] == [201, 500, 500]
+
+
+def test_after_counts_only_requests_to_the_listed_strategies(client: httpx.Client) -> None:
+    set_faults(client, error_before_accept=1.0, after=1, times=1, strategies=["readback"])
+
+    assert post(client, "native", idempotency_key="k").status_code == 201
+    assert post(client, "readback", key="k1").status_code == 201
+    assert post(client, "none").status_code == 201
+    assert post(client, "readback", key="k2").status_code == 503
+    assert post(client, "readback", key="k2").status_code == 201
+
+
+def test_putting_faults_again_restarts_the_after_count(client: httpx.Client) -> None:
+    set_faults(client, error_before_accept=1.0, after=1, times=1)
+    assert post(client, "none").status_code == 201
+
+    set_faults(client, error_before_accept=1.0, after=1, times=1)
+
+    assert [post(client, "none").status_code for _ in range(3)] == [201, 503, 201]
+
+
 def test_native_forgets_idempotency_key_after_forget_keys_after(client: httpx.Client) -> None:
     set_faults(client, forget_keys_after=0.2)
     first = post(client, "native", idempotency_key="k1").json()
@@ -356,6 +390,7 @@ def test_fault_config_is_returned_with_defaults_and_readable(client: httpx.Clien
     assert config["retry_after"] == 1
     assert config["strategies"] == ["native", "readback", "none"]
     assert config["times"] is None
+    assert config["after"] == 0
     assert client.get("/sandbox/faults").json() == config
 
 
@@ -365,6 +400,8 @@ def test_fault_config_is_returned_with_defaults_and_readable(client: httpx.Clien
         ({"drop_after_accept": 1.5}, "drop_after_accept"),
         ({"latency": -1}, "latency"),
         ({"times": "twice"}, "times"),
+        ({"after": -1}, "after"),
+        ({"after": 1.5}, "after"),
         ({"strategies": ["mastodon"]}, "mastodon"),
         ({"surprise": 1}, "surprise"),
         ([1, 2], "JSON object"),

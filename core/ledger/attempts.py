@@ -1,7 +1,6 @@
-"""The one writer of publishing state: posts' leases, deliveries, parts, publications, attempts.
+"""The publish path's writes: the claim, and every fenced write of an attempt.
 
-Every statement of the publish path that changes state lives here, so the fencing rule
-can be read in one place: a write of an attempt opens its transaction with
+The fencing rule, in one place: a write of an attempt opens its transaction with
 ``UPDATE posts ... WHERE fence = :fence`` (which also renews the lease). If that touches
 no row, a newer claim superseded the attempt, and the whole transaction is rolled back
 and reported as :class:`FencedOut` – nothing of the stale attempt is recorded.
@@ -19,17 +18,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from core import db
 from core.adapter import Published
 from core.admission import Admit, Hold, Wait, admit
-from core.errors import Conflict, FencedOut, NotFound
+from core.errors import FencedOut
 from core.keys import delivery_key
-from core.models import Account, Approval, Attempt, Delivery, DeliveryPart, Post, Publication, Switch
-from core.states import DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
+from core.models import Account, Attempt, Delivery, DeliveryPart, Post, Publication, Switch
+from core.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +116,14 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
                 continue
             decision = admit(post, delivery.channel, _account(s, post), global_stop=global_stop, now=now)
             if isinstance(decision, Hold):
-                _move(delivery, DeliveryStatus.HELD, decision.reason)
+                move(delivery, DeliveryStatus.HELD, decision.reason)
             elif isinstance(decision, Wait):
                 delivery.status = DeliveryStatus.PENDING
                 delivery.next_attempt_at = decision.until
             else:
                 assert isinstance(decision, Admit)
                 plans.append(_prepare(s, post, delivery, fence, worker, now))
-        post.status = summarize((d.status for d in post.deliveries), claimed=True)
+        post.status = summarize((delivery_state(d) for d in post.deliveries), claimed=True)
         return Claim(post_id, fence, worker, post.scheduled_at, post.revision, tuple(plans))
 
 
@@ -148,7 +147,7 @@ def _prepare(s: Session, post: Post, delivery: Delivery, fence: int, worker: str
         first.key = delivery_key(post.id, delivery.channel_id, post.scheduled_at, post.revision, first.idx)
         first.state = PartState.SENDING
         first.attempt_started_at = now
-    _move(delivery, DeliveryStatus.SENDING)
+    move(delivery, DeliveryStatus.SENDING)
     delivery.attempts += 1
     delivery.claimed_at = delivery.claimed_at or now
     s.add(
@@ -255,7 +254,7 @@ def part_published(
             nxt.attempt_started_at = now
             s.add(_attempt(claim, delivery_id, nxt.idx, "send", now))
         else:
-            _move(delivery, DeliveryStatus.PUBLISHED)
+            move(delivery, DeliveryStatus.PUBLISHED)
             delivery.reason = None
             delivery.detail = None
             delivery.confirmed_at = now
@@ -290,13 +289,13 @@ def delivery_parked(
         _end_attempt(s, claim, delivery_id, now, "ambiguous" if in_doubt else "not_sent", detail)
         delivery.detail = detail
         if next_attempt_at is not None:
-            _move(delivery, DeliveryStatus.RETRY_WAIT)
+            move(delivery, DeliveryStatus.RETRY_WAIT)
             delivery.reason = reason
             delivery.next_attempt_at = next_attempt_at
         elif in_doubt:
-            _move(delivery, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME)
+            move(delivery, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME)
         else:
-            _move(delivery, DeliveryStatus.FAILED, Reason.PLATFORM_UNAVAILABLE)
+            move(delivery, DeliveryStatus.FAILED, Reason.PLATFORM_UNAVAILABLE)
         _finish(s, claim, release, now)
 
 
@@ -325,7 +324,7 @@ def delivery_stopped(
         part = delivery.parts[part_idx]
         part.state = PartState.SENDING if in_doubt else PartState.UNSENT
         _end_attempt(s, claim, delivery_id, now, str(reason), detail)
-        _move(delivery, status, reason)
+        move(delivery, status, reason)
         delivery.detail = detail
         if disconnect:
             delivery.channel.connected = False
@@ -382,15 +381,31 @@ def record_publication(
 
 def _finish(s: Session, claim: Claim, release: bool, now: datetime) -> None:
     post = s.get_one(Post, claim.post_id)
-    statuses = s.execute(select(Delivery.status).where(Delivery.post_id == claim.post_id)).scalars()
-    post.status = summarize(statuses, claimed=True)
+    post.status = summarize(delivery_states(s, claim.post_id), claimed=True)
     post.updated_at = now
     if release:
         post.lease_owner = None
         post.lease_expires_at = None
 
 
-def _move(delivery: Delivery, new: DeliveryStatus, reason: Reason | None = None) -> None:
+def delivery_states(s: Session, post_id: int) -> list[DeliveryState]:
+    """Every delivery's status and published parts, for :func:`summarize`, in one query."""
+    published = (DeliveryPart.delivery_id == Delivery.id) & (DeliveryPart.state == PartState.PUBLISHED)
+    rows = s.execute(
+        select(Delivery.status, func.count(DeliveryPart.id))
+        .outerjoin(DeliveryPart, published)
+        .where(Delivery.post_id == post_id)
+        .group_by(Delivery.id, Delivery.status)
+    )
+    return [DeliveryState(status, count) for status, count in rows]
+
+
+def delivery_state(delivery: Delivery) -> DeliveryState:
+    """One loaded delivery's status and published parts, for :func:`summarize`."""
+    return DeliveryState(delivery.status, sum(p.state is PartState.PUBLISHED for p in delivery.parts))
+
+
+def move(delivery: Delivery, new: DeliveryStatus, reason: Reason | None = None) -> None:
     check_transition(delivery.status, new, reason)
     delivery.status = new
     if reason is not None:
@@ -437,104 +452,3 @@ def _account(s: Session, post: Post) -> Account:
 
 def _global_stop(s: Session) -> bool:
     return bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())
-
-
-# -- authoring: rows created and changed by people (API, CLI) ----------------------------------
-
-
-def insert_post(
-    s: Session,
-    *,
-    account_id: int,
-    channel_ids: list[int],
-    parts: list[dict[str, Any]],
-    scheduled_at: datetime,
-    zone: str,
-    not_before: datetime | None,
-    approval: Approval,
-    now: datetime,
-) -> Post:
-    """A new scheduled post with one pending delivery per channel and its parts."""
-    post = Post(
-        account_id=account_id,
-        status=PostStatus.SCHEDULED,
-        scheduled_at=scheduled_at,
-        zone=zone,
-        parts=parts,
-        not_before=not_before,
-        approval=approval,
-        created_at=now,
-        updated_at=now,
-    )
-    s.add(post)
-    for channel_id in channel_ids:
-        delivery = Delivery(channel_id=channel_id, status=DeliveryStatus.PENDING)
-        delivery.parts = [
-            DeliveryPart(idx=i, text=p["text"], media=list(p.get("media", [])), state=PartState.UNSENT)
-            for i, p in enumerate(parts)
-        ]
-        post.deliveries.append(delivery)
-    s.flush()
-    return post
-
-
-def _post_for_change(s: Session, post_id: int) -> Post:
-    post = s.get(Post, post_id, with_for_update=s.get_bind().dialect.name == "postgresql")
-    if post is None:
-        raise NotFound(f"no post {post_id}; `herald post list` shows the posts")
-    return post
-
-
-def reschedule_post(s: Session, post_id: int, at: datetime, zone: str, now: datetime) -> Post:
-    """Move a post that has not started publishing to a new slot."""
-    post = _post_for_change(s, post_id)
-    if post.status not in (PostStatus.SCHEDULED, PostStatus.HELD, PostStatus.DRAFT) or post.fence > 0:
-        raise Conflict(f"post {post_id} is {post.status}: only a post that has not started publishing can be moved")
-    post.scheduled_at = at
-    post.zone = zone
-    post.updated_at = now
-    return post
-
-
-def cancel_post(s: Session, post_id: int, now: datetime) -> Post:
-    """Cancel every delivery that has not published; refused while an attempt is in doubt."""
-    post = _post_for_change(s, post_id)
-    deliveries = list(post.deliveries)
-    if any(p.state is PartState.SENDING for d in deliveries for p in d.parts):
-        raise Conflict(f"post {post_id} has an attempt in doubt (a part is 'sending'); resolve it before cancelling")
-    for d in deliveries:
-        if d.status in (DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT, DeliveryStatus.HELD):
-            _move(d, DeliveryStatus.CANCELLED)
-    post.status = summarize((d.status for d in deliveries), claimed=post.fence > 0)
-    post.updated_at = now
-    return post
-
-
-def set_approval(s: Session, post_id: int, approval: Approval, now: datetime) -> Post:
-    post = _post_for_change(s, post_id)
-    post.approval = approval
-    post.updated_at = now
-    return post
-
-
-def lift_holds(s: Session, reasons: frozenset[Reason], now: datetime, post_id: int | None = None) -> list[int]:
-    """Put deliveries held for ``reasons`` back to pending; admission asks again at the claim.
-
-    Returns:
-        The ids of the posts to arm again.
-    """
-    query = select(Delivery).where(Delivery.status == DeliveryStatus.HELD, Delivery.reason.in_(reasons))
-    if post_id is not None:
-        query = query.where(Delivery.post_id == post_id)
-    touched: set[int] = set()
-    for d in s.execute(query).scalars():
-        _move(d, DeliveryStatus.PENDING)
-        d.reason = None
-        d.detail = None
-        touched.add(d.post_id)
-    for pid in touched:
-        post = s.get_one(Post, pid)
-        statuses = s.execute(select(Delivery.status).where(Delivery.post_id == pid)).scalars()
-        post.status = summarize(statuses, claimed=post.fence > 0)
-        post.updated_at = now
-    return sorted(touched)

@@ -1,0 +1,131 @@
+"""Alarms (§14): raised once while their condition holds, resolved when it clears.
+
+This module is the one writer of the alarms table. A raise inserts a row whose
+``open_key`` is unique among open alarms, so two reconcilers raising the same alarm
+produce one row and one notification.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from core import db
+from core.events import AlarmEvent
+from core.models import Alarm, AlarmKind, Channel, Delivery
+from core.plugins import plugin_manager
+from core.states import ACTIVE_DELIVERY
+from reconciler import queries
+
+log = logging.getLogger(__name__)
+
+
+def _key(kind: AlarmKind, post_id: int, channel_id: int) -> str:
+    return f"{kind}:{post_id}:{channel_id}"
+
+
+def _event(alarm: Alarm, channel: str, state: str) -> AlarmEvent:
+    return AlarmEvent(
+        id=alarm.id,
+        kind=str(alarm.kind),
+        state=state,
+        post_id=alarm.post_id,
+        channel=channel,
+        slot=alarm.slot,
+        detail=alarm.detail,
+        opened_at=alarm.opened_at,
+        resolved_at=alarm.resolved_at,
+    )
+
+
+def notify(event: AlarmEvent) -> None:
+    """Route an alarm to every ``herald_alarm`` implementation."""
+    try:
+        plugin_manager().hook.herald_alarm(alarm=event)
+    except Exception:  # one broken route must not stop the reconciler
+        log.exception("routing alarm %s failed", event.id)
+
+
+def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, detail: str, now: datetime) -> bool:
+    """Open an alarm unless the same one is open already. Returns whether it was new."""
+    with db.transaction() as s:
+        insert = postgresql.insert if s.get_bind().dialect.name == "postgresql" else sqlite.insert
+        new_id = s.execute(
+            insert(Alarm)
+            .values(
+                kind=kind,
+                post_id=post_id,
+                channel_id=channel_id,
+                slot=slot,
+                detail=detail,
+                open_key=_key(kind, post_id, channel_id),
+                opened_at=now,
+            )
+            .on_conflict_do_nothing()
+            .returning(Alarm.id)
+        ).scalar()
+        if new_id is None:
+            return False
+        alarm = s.get_one(Alarm, new_id)
+        event = _event(alarm, s.get_one(Channel, channel_id).name, "open")
+    notify(event)
+    return True
+
+
+def resolve_alarm(alarm_id: int, now: datetime) -> None:
+    """Close an open alarm and say so through the hook (once)."""
+    with db.transaction() as s:
+        closed = s.execute(
+            update(Alarm)
+            .where(Alarm.id == alarm_id, Alarm.open_key.is_not(None))
+            .values(open_key=None, resolved_at=now)
+            .returning(Alarm.id)
+        ).scalar()
+        if closed is None:
+            return
+        alarm = s.get_one(Alarm, alarm_id)
+        event = _event(alarm, s.get_one(Channel, alarm.channel_id).name, "resolved")
+    notify(event)
+
+
+def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:
+    """Raise a missed-slot alarm for each delivery whose slot passed by more than
+    ``missed_after`` seconds with nothing published, held, cancelled or failed; resolve
+    those whose delivery has since settled. Returns (raised, resolved)."""
+    before = now - timedelta(seconds=missed_after)
+    raised = resolved = 0
+    with db.reading() as s:
+        overdue = s.execute(queries.overdue_deliveries(before)).all()
+        open_missed = [
+            (a.id, a.post_id, a.channel_id)
+            for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.MISSED_SLOT)).scalars()
+        ]
+        still_active = {
+            (d.post_id, d.channel_id)
+            for d in s.execute(
+                select(Delivery.post_id, Delivery.channel_id).where(
+                    Delivery.post_id.in_([p for _, p, _ in open_missed]), Delivery.status.in_(ACTIVE_DELIVERY)
+                )
+            )
+        }
+    for post_id, channel_id, slot, status, detail in overdue:
+        late = int((now - slot).total_seconds())
+        why = f"{late}s past its slot and still {status}" + (f" ({detail})" if detail else "")
+        raised += raise_alarm(AlarmKind.MISSED_SLOT, post_id, channel_id, slot, why, now)
+    for alarm_id, post_id, channel_id in open_missed:
+        if (post_id, channel_id) not in still_active:
+            resolve_alarm(alarm_id, now)
+            resolved += 1
+    return raised, resolved
+
+
+def list_alarms(*, include_resolved: bool = False) -> list[AlarmEvent]:
+    """Open alarms (and resolved ones when asked), newest first."""
+    query = select(Alarm, Channel.name).join(Channel, Channel.id == Alarm.channel_id).order_by(Alarm.id.desc())
+    if not include_resolved:
+        query = query.where(Alarm.open_key.is_not(None))
+    with db.reading() as s:
+        return [_event(alarm, channel, "open" if alarm.open_key else "resolved") for alarm, channel in s.execute(query)]

@@ -1,0 +1,80 @@
+"""The health panel (§14): last reconciler tick, queue depth, age of the oldest unclaimed
+due slot, open alarms – and whether that adds up to healthy."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from redis.exceptions import RedisError
+from sqlalchemy import func, select
+
+from core import db
+from core.clock import Clock, DatabaseClock
+from core.config import Settings, settings
+from core.models import Tick
+from core.queue import post_queue
+from reconciler import queries
+from reconciler.tick import NAME
+
+
+@dataclass(frozen=True)
+class Health:
+    now: datetime
+    last_tick_at: datetime | None
+    last_tick_age: float | None
+    queued: int | None
+    scheduled: int | None
+    oldest_unclaimed_due_age: float | None
+    open_alarms: int
+    problems: list[str]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["healthy"] = self.healthy
+        for name in ("now", "last_tick_at"):
+            if data[name] is not None:
+                data[name] = data[name].isoformat()
+        return data
+
+
+def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
+    cfg = cfg or settings()
+    now = (clock or DatabaseClock(db.engine())).now()
+    problems: list[str] = []
+    with db.reading() as s:
+        tick = s.get(Tick, NAME)
+        oldest = s.execute(queries.oldest_unclaimed_due(now)).scalar()
+        alarms = s.execute(select(func.count()).select_from(queries.open_alarms().subquery())).scalar_one()
+    tick_age = (now - tick.at).total_seconds() if tick else None
+    if tick_age is None:
+        problems.append("the reconciler has never run: start `herald reconcile` (herald run starts it)")
+    elif tick_age > 3 * cfg.tick_seconds:
+        problems.append(f"the reconciler last ran {tick_age:.0f}s ago (every {cfg.tick_seconds:g}s expected)")
+    due_age = (now - oldest).total_seconds() if oldest else None
+    if due_age is not None and due_age > cfg.missed_after:
+        problems.append(f"a due post has waited {due_age:.0f}s without a worker claiming it: are workers running?")
+    if alarms:
+        problems.append(f"{alarms} open alarm(s): `herald alarms`")
+    try:
+        queue = post_queue()
+        queued: int | None = queue.count
+        scheduled: int | None = queue.scheduled_job_registry.count
+    except RedisError as exc:
+        queued = scheduled = None
+        problems.append(f"the queue is unreachable: {exc}")
+    return Health(
+        now=now,
+        last_tick_at=tick.at if tick else None,
+        last_tick_age=tick_age,
+        queued=queued,
+        scheduled=scheduled,
+        oldest_unclaimed_due_age=due_age,
+        open_alarms=alarms,
+        problems=problems,
+    )

@@ -1,0 +1,70 @@
+"""Every query the reconciler runs, each served by an index (§7).
+
+Each returns a statement, so a test can read the database's own plan for it and prove
+that a tick's cost grows with the due or stuck set, not with the size of the tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Select, func, select
+
+from core.models import Alarm, Delivery, Post
+from core.states import ACTIVE_DELIVERY, DeliveryStatus, PostStatus
+
+#: Posts the queue should be carrying: their slot is due, or comes before the next tick.
+UPCOMING = (PostStatus.SCHEDULED,)
+
+
+def due_posts(horizon: datetime) -> Select[int]:
+    """Scheduled posts whose slot is before ``horizon`` (ix_posts_status_scheduled_at)."""
+    return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at <= horizon)
+
+
+def stale_leases(before: datetime) -> Select[int]:
+    """Posts whose lease expired before ``before`` (now − grace) (ix_posts_lease_expires_at)."""
+    return select(Post.id).where(Post.lease_expires_at < before)
+
+
+def parked_deliveries(horizon: datetime) -> Select[int]:
+    """Posts with a retry, or an embargoed first send, due before ``horizon``
+    (ix_deliveries_status_next_attempt_at)."""
+    return (
+        select(Delivery.post_id)
+        .where(
+            Delivery.status.in_([DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING]),
+            Delivery.next_attempt_at <= horizon,
+        )
+        .distinct()
+    )
+
+
+def overdue_deliveries(before: datetime) -> Select[int, int, datetime, DeliveryStatus, str | None]:
+    """Deliveries still waiting to go out whose slot was before ``before`` and that no
+    embargo explains (the missed-slot set): posts by ix_posts_status_scheduled_at, then
+    their deliveries by uq_deliveries_post_channel."""
+    return (
+        select(Delivery.post_id, Delivery.channel_id, Post.scheduled_at, Delivery.status, Delivery.detail)
+        .join(Post, Post.id == Delivery.post_id)
+        .where(Post.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]), Post.scheduled_at < before)
+        .where(Delivery.status.in_(ACTIVE_DELIVERY))
+        .where((Post.not_before.is_(None)) | (Post.not_before < before))
+    )
+
+
+def recent_confirmations(since: datetime) -> Select[int]:
+    """Deliveries confirmed since ``since`` and not yet seen by a read-back (ix_deliveries_confirmed_at)."""
+    return select(Delivery.id).where(Delivery.confirmed_at >= since, Delivery.first_seen_at.is_(None))
+
+
+def open_alarms() -> Select[Alarm]:
+    """Alarms not resolved (the unique index on open_key holds exactly these)."""
+    # Every open key is a non-empty string; SQLite serves ``> ''`` from the index, where
+    # it would scan the table for ``IS NOT NULL``.
+    return select(Alarm).where(Alarm.open_key > "")
+
+
+def oldest_unclaimed_due(now: datetime) -> Select[datetime]:
+    """The earliest slot that is due and that no worker has claimed yet."""
+    return select(func.min(Post.scheduled_at)).where(Post.status == PostStatus.SCHEDULED, Post.scheduled_at <= now)

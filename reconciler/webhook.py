@@ -1,0 +1,40 @@
+"""Built-in alarm route: POST each alarm as JSON to the URL set in plugins.toml.
+
+```toml
+[alarms.webhook]
+url = "https://example.org/hooks/herald"
+```
+
+Without a URL it does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from core.config import settings
+from core.events import AlarmEvent
+from core.hookspecs import hookimpl
+from core.plugins import read_plugins_toml
+
+log = logging.getLogger(__name__)
+
+
+def webhook_url() -> str | None:
+    section = read_plugins_toml(Path(settings().plugins_toml), "alarms").get("webhook", {})
+    url = section.get("url")
+    return str(url) if url else None
+
+
+@hookimpl
+def herald_alarm(alarm: AlarmEvent) -> None:
+    url = webhook_url()
+    if url is None:
+        return
+    try:
+        httpx.post(url, json={"text": alarm.summary(), "alarm": alarm.as_json()}, timeout=5.0).raise_for_status()
+    except httpx.HTTPError as exc:
+        log.warning("alarm webhook %s failed: %s", url, exc)
