@@ -22,8 +22,6 @@ from datetime import datetime, timedelta
 from redis.exceptions import RedisError
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
 
 from core import db
 from core.clock import Clock, DatabaseClock
@@ -51,12 +49,15 @@ def due_at(post: Post, now: datetime, grace: float) -> datetime | None:
         stale_at = post.lease_expires_at + timedelta(seconds=grace)
         if stale_at > now:
             return stale_at
+    # Admission's Wait, without its holds: an embargo is a floor under every first send.
+    # Holds are decided by the claim, which records them; arming only picks the time.
+    floor = max(post.scheduled_at, post.not_before or post.scheduled_at)
     times: list[datetime] = []
     for d in post.deliveries:
         if d.status is DeliveryStatus.SENDING:
             times.append(now)  # its attempt died with the lease: re-drive
         elif d.status is DeliveryStatus.PENDING:
-            times.append(max(post.scheduled_at, d.next_attempt_at or post.scheduled_at))
+            times.append(max(floor, d.next_attempt_at or floor))
         elif d.status is DeliveryStatus.RETRY_WAIT and d.next_attempt_at is not None:
             times.append(d.next_attempt_at)
     return min(times) if times else None
@@ -77,9 +78,9 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
     cfg = settings()
     clock = clock or DatabaseClock(db.engine())
     with db.reading() as s:
-        post = s.execute(
-            select(Post).where(Post.id == post_id).options(selectinload(Post.deliveries))
-        ).scalar_one_or_none()
+        # Deliveries load (lazily) only when due_at needs them: a post that is done –
+        # every post its own job just published – costs one query, not two.
+        post = s.get(Post, post_id)
         if post is None:
             return None
         now = clock.now()
@@ -95,6 +96,10 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
 def _arm_job(post_id: int, when: datetime | None, now: datetime, stale: bool) -> datetime | None:
     queue = post_queue()
     redis = queue.connection
+    if when is None and not Job.exists(job_id(post_id), connection=redis):
+        # Nothing to cancel, and nothing to create: one atomic read decides it, as if
+        # this ran under the lock just before any concurrent arm.
+        return None
     with redis.lock(f"herald:arm:{post_id}", timeout=10, blocking_timeout=10):
         try:
             job: Job | None = Job.fetch(job_id(post_id), connection=redis)

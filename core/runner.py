@@ -20,7 +20,7 @@ from sqlalchemy import select
 from core import db, schema
 from core.config import settings
 from core.models import Channel
-from core.queue import redis_url
+from core.queue import redis_url, stop_embedded
 
 DEMO_CHANNELS = {"demo-native": "sandbox-native", "demo-readback": "sandbox-readback", "demo-none": "sandbox-none"}
 
@@ -70,6 +70,9 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
     home = cfg.home_path
     home.mkdir(parents=True, exist_ok=True)
     schema.upgrade()
+    # The embedded server outlives the CLI commands that start it; the one herald run
+    # uses is stopped with it.
+    embedded = not cfg.redis_url
     env = {**os.environ, "HERALD_REDIS_URL": redis_url(), "HERALD_DATABASE_URL": cfg.database_url}
     sandbox_url = f"http://127.0.0.1:{sandbox_port}"
     children = [_spawn(["sandbox", "serve", "--port", str(sandbox_port)], env, home, "sandbox")]
@@ -98,3 +101,5 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
                 child.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 child.kill()
+        if embedded:
+            stop_embedded(home)

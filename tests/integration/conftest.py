@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,9 +85,11 @@ def redis_url() -> Iterator[str]:
         # Claim an empty database index for this session; only that one is ever flushed.
         token = uuid.uuid4().hex
         for index in range(1, 16):
-            client = Redis.from_url(given, db=index)
+            # The URL's own /N would win over a db= argument: put the index in the URL.
+            url = urlsplit(given)._replace(path=f"/{index}").geturl()
+            client = Redis.from_url(url)
             if client.dbsize() == 0 and client.set("herald:test-session", token, nx=True):
-                yield urlsplit(given)._replace(path=f"/{index}").geturl()
+                yield url
                 client.flushdb()
                 client.close()
                 return
@@ -143,6 +146,16 @@ def herald(
     publish.use_clock(None)
     yield settings
     config.use(None)
+
+
+@pytest.fixture
+def slow_retries(herald: Settings) -> Settings:
+    """Retries 1-2 s apart: after a retry is parked, the worker re-arms the post's job for
+    it; a retry due sooner than that re-arm would be queued at once and run by the same
+    ``drain()``, and the test could not see the delivery parked."""
+    slower = replace(herald, backoff_base=2.0, backoff_max=2.0)
+    config.use(slower)
+    return slower
 
 
 @pytest.fixture

@@ -192,7 +192,7 @@ def test_rate_limited_delivery_waits_for_retry_after_while_other_channels_publis
 
 
 def test_5xx_after_acceptance_is_ambiguous_and_the_retry_does_not_post_twice(
-    channels: dict[str, str], platform: Sandbox
+    channels: dict[str, str], platform: Sandbox, slow_retries: Settings
 ) -> None:
     platform.faults(error_after_accept=1.0, times=1, strategies=["native"])
     post_id = create_post(channels=[channels["native"]], parts=["accepted then 500"])
@@ -296,6 +296,12 @@ def test_a_post_waiting_for_approval_is_held_until_approved(channels: dict[str, 
 def test_an_embargo_delays_the_post_until_not_before(channels: dict[str, str], platform: Sandbox) -> None:
     embargo = now() + timedelta(seconds=2)
     post_id = create_post(channels=[channels["native"]], parts=["embargoed news"], not_before=embargo)
+    registry = post_queue().scheduled_job_registry
+    assert registry.get_job_ids() == [job_id(post_id)]  # armed for the embargo, not the slot
+    assert registry.get_scheduled_time(job_id(post_id)) == embargo.replace(microsecond=0)
+
+    # A job that runs before the embargo anyway (enqueued behind arming's back) sends nothing.
+    post_queue().enqueue_job(Job.fetch(job_id(post_id), connection=post_queue().connection))
     drain()
     delivery = by_channel(post_id)[channels["native"]]
     assert delivery["status"] == "pending"

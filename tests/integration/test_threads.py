@@ -59,16 +59,6 @@ def assert_reply_chain(posts: list[dict[str, Any]]) -> None:
         assert child["root"] == first["id"]
 
 
-@pytest.fixture
-def slow_retries(herald: Settings) -> Settings:
-    """Retries 1-2 s apart: after a retry is parked, the worker re-arms the post's job for
-    it; a retry due sooner than that re-arm would be queued at once and run by the same
-    ``drain()``, and the test could not see the delivery parked."""
-    slower = replace(herald, backoff_base=2.0, backoff_max=2.0)
-    config.use(slower)
-    return slower
-
-
 def redrive_when_due(post_id: int) -> None:
     """Arm the parked post until its retry time has come and its job is queued, then run it."""
     wait_until(lambda: arm(post_id) and post_queue().count == 1, timeout=10)
