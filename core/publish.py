@@ -19,6 +19,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timedelta
 from typing import TypeVar
 
+from sqlalchemy import select
+
 from core import db, ledger, plugins
 from core.adapter import Adapter, PublishContext, Published
 from core.backoff import retry_delay
@@ -68,12 +70,14 @@ def publish_post(post_id: int) -> str:
     """The rq job: publish every due delivery of one post. Returns what it did, in words."""
     cfg = settings()
     with db.reading() as s:
-        post = s.get(Post, post_id)
-        if post is None:
-            return "no such post"
-        if post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
-            return f"nothing to do: {post.status}"
-        slot = post.scheduled_at
+        # Two columns, not the whole row: this runs for every job, and most leave here
+        # or go on to the claim, which loads the post again under the lease.
+        row = s.execute(select(Post.status, Post.scheduled_at).where(Post.id == post_id)).one_or_none()
+    if row is None:
+        return "no such post"
+    status, slot = row
+    if status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+        return f"nothing to do: {status}"
     early = (slot - clock().now()).total_seconds()
     if early > cfg.early_tolerance:
         return "early: re-armed for the slot"  # the worker re-arms from the row (core.worker)
