@@ -6,7 +6,10 @@ row (:func:`due_at`), never from the caller, so every path that arms agrees.
 * scheduled job exists → moved to the new time (one ZADD on rq's scheduled registry);
 * queued → left alone (the job reads the row and re-arms itself if it is early);
 * running → never cut short: the worker re-arms after it ends (``core.worker``),
-  unless the row's lease is stale, which means the worker running it is dead;
+  unless the row says no live job can be working on it: the lease is stale (its
+  worker died mid-claim), or the post is due and nobody holds its lease (its worker
+  died after taking the job from the queue and before claiming, or after releasing
+  and before re-arming – rq only notices such a job after minutes);
 * finished, failed or gone → a fresh job.
 
 rq re-enqueues an id it already knows by pushing it twice, so the check and the create
@@ -20,6 +23,7 @@ import logging
 from datetime import datetime, timedelta
 
 from redis.exceptions import RedisError
+from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
@@ -85,15 +89,17 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
             return None
         now = clock.now()
         when = due_at(post, now, cfg.grace_seconds)
-        stale = lease_is_stale(post, now, cfg.grace_seconds)
+        abandoned = lease_is_stale(post, now, cfg.grace_seconds) or (
+            post.lease_owner is None and when is not None and when <= now
+        )
     try:
-        return _arm_job(post_id, when, now, stale)
+        return _arm_job(post_id, when, now, abandoned)
     except RedisError as exc:
         log.warning("post %s: could not arm its job (%s); the reconciler will", post_id, exc)
         return None
 
 
-def _arm_job(post_id: int, when: datetime | None, now: datetime, stale: bool) -> datetime | None:
+def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool) -> datetime | None:
     queue = post_queue()
     redis = queue.connection
     if when is None and not Job.exists(job_id(post_id), connection=redis):
@@ -118,9 +124,13 @@ def _arm_job(post_id: int, when: datetime | None, now: datetime, stale: bool) ->
             else:
                 queue.schedule_job(job, when)  # ZADD: the same member at its new time
             return when
-        if job is not None and status is JobStatus.QUEUED:
+        # rq moves a job out of its queue before it marks it started: a worker that died
+        # in between leaves it 'queued' in no queue at all.
+        if job is not None and status is JobStatus.QUEUED and not (abandoned and _out_of_queue(queue, job)):
             return when
-        if job is not None and status is JobStatus.STARTED and not stale:
+        # A second job beside a live one is harmless – only one claim wins – so a
+        # running job that may be abandoned is not waited for.
+        if job is not None and status is JobStatus.STARTED and not abandoned:
             return when
         if job is not None:
             job.delete()
@@ -138,3 +148,7 @@ def _arm_job(post_id: int, when: datetime | None, now: datetime, stale: bool) ->
         else:
             queue.schedule_job(job, when)
         return when
+
+
+def _out_of_queue(queue: Queue, job: Job) -> bool:
+    return queue.connection.lpos(queue.key, job.id) is None

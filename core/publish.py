@@ -96,30 +96,14 @@ def _run_claim(claim: Claim, cfg: Settings) -> str:
     if not claim.plans:
         ledger.release(claim, clock().now(), cfg.lease_seconds)
         return "nothing due"
-    heartbeat = Heartbeat(claim, cfg)
-    remaining = _Countdown(len(claim.plans))
-    with heartbeat:
-        futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat, remaining) for plan in claim.plans]
+    # The lease is given back by the write that leaves no delivery 'sending' (the ledger
+    # decides it from the rows). A delivery that ended in an unexpected error stays
+    # 'sending', so the lease goes stale and the re-drive waits out the grace window
+    # rather than spinning on the same error.
+    with Heartbeat(claim, cfg) as heartbeat:
+        futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat) for plan in claim.plans]
         outcomes = [f.result() for f in futures]
-    if not heartbeat.fenced.is_set() and remaining.left > 0 and not remaining.broken:
-        ledger.release(claim, clock().now(), cfg.lease_seconds)
     return ", ".join(outcomes)
-
-
-class _Countdown:
-    """Tells the last delivery to finish that its commit also releases the lease."""
-
-    def __init__(self, n: int) -> None:
-        self.left = n
-        #: A delivery ended in an unexpected error: keep the lease so the re-drive waits
-        #: for it to go stale rather than spinning on the same error.
-        self.broken = False
-        self._lock = threading.Lock()
-
-    def last(self) -> bool:
-        with self._lock:
-            self.left -= 1
-            return self.left == 0
 
 
 class Heartbeat:
@@ -129,7 +113,8 @@ class Heartbeat:
         self._claim = claim
         self._cfg = cfg
         self._stop = threading.Event()
-        #: Set when a renewal found the fence superseded: the attempt must stop.
+        #: Set when a renewal found the lease gone – superseded by a newer claim (the
+        #: attempt must stop) or already given back by the claim's last write.
         self.fenced = threading.Event()
         self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
 
@@ -162,9 +147,9 @@ def _call(fn: Callable[[PublishContext], T], ctx: PublishContext, timeout: float
         raise Ambiguous(f"no answer within the hard timeout of {timeout:g}s") from None
 
 
-def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat, remaining: _Countdown) -> str:
+def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat) -> str:
     try:
-        return _DeliveryRun(claim, plan, cfg, hb, remaining).run()
+        return _DeliveryRun(claim, plan, cfg, hb).run()
     except FencedOut:
         hb.fenced.set()
         return f"delivery {plan.delivery_id}: fenced out"
@@ -172,15 +157,14 @@ def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbea
         # Leave the part as it is ('sending' if a call was made): the claim's lease goes
         # stale and the next claim resolves the doubt by the adapter's strategy.
         log.exception("post %s delivery %s: unexpected error", claim.post_id, plan.delivery_id)
-        remaining.broken = True
         return f"delivery {plan.delivery_id}: error"
 
 
 class _DeliveryRun:
     """Sends one delivery's parts in order, from its first unpublished one."""
 
-    def __init__(self, claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat, remaining: _Countdown):
-        self.claim, self.plan, self.cfg, self.hb, self.remaining = claim, plan, cfg, hb, remaining
+    def __init__(self, claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat):
+        self.claim, self.plan, self.cfg, self.hb = claim, plan, cfg, hb
         #: Platform ids of the parts that have landed, for the reply chain.
         self.landed = {p.idx: p.platform_id for p in plan.parts if p.platform_id}
 
@@ -212,7 +196,6 @@ class _DeliveryRun:
                 clock().now(),
                 self.cfg.lease_seconds,
                 adopted=adopted,
-                release=False if more_parts(plan, idx) else self.remaining.last(),
             )
             if not more:
                 return f"delivery {plan.delivery_id}: published"
@@ -280,7 +263,6 @@ class _DeliveryRun:
             detail=detail,
             now=clock().now(),
             lease=self.cfg.lease_seconds,
-            release=self.remaining.last(),
         )
         return f"delivery {plan.delivery_id}: retry ({type(exc).__name__})"
 
@@ -313,16 +295,11 @@ class _DeliveryRun:
             now=clock().now(),
             lease=self.cfg.lease_seconds,
             disconnect=disconnect,
-            release=self.remaining.last(),
         )
 
 
 class _HoldInDoubt(Exception):
     """An attempt in doubt that the adapter's strategy cannot settle: a person decides."""
-
-
-def more_parts(plan: DeliveryPlan, idx: int) -> bool:
-    return idx + 1 < len(plan.parts)
 
 
 def _opted_into_resend(channel_settings: dict[str, object]) -> bool:

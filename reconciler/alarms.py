@@ -15,9 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from core import db
 from core.events import AlarmEvent
-from core.models import Alarm, AlarmKind, Channel, Delivery
+from core.models import Alarm, AlarmKind, Channel
 from core.plugins import plugin_manager
-from core.states import ACTIVE_DELIVERY
 from reconciler import queries
 
 log = logging.getLogger(__name__)
@@ -98,19 +97,17 @@ def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:
     before = now - timedelta(seconds=missed_after)
     raised = resolved = 0
     with db.reading() as s:
-        overdue = s.execute(queries.overdue_deliveries(before)).all()
+        late_posts = list(s.execute(queries.overdue_posts(before)).scalars())
+        overdue = s.execute(queries.active_deliveries(late_posts)).all() if late_posts else []
         open_missed = [
             (a.id, a.post_id, a.channel_id)
             for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.MISSED_SLOT)).scalars()
         ]
-        still_active = {
-            (d.post_id, d.channel_id)
-            for d in s.execute(
-                select(Delivery.post_id, Delivery.channel_id).where(
-                    Delivery.post_id.in_([p for _, p, _ in open_missed]), Delivery.status.in_(ACTIVE_DELIVERY)
-                )
-            )
-        }
+        # An empty IN () would make SQLite walk every active delivery: skip the question.
+        watched = [post_id for _, post_id, _ in open_missed]
+        still_active = (
+            {(d.post_id, d.channel_id) for d in s.execute(queries.active_deliveries(watched))} if watched else set()
+        )
     for post_id, channel_id, slot, status, detail in overdue:
         late = int((now - slot).total_seconds())
         why = f"{late}s past its slot and still {status}" + (f" ({detail})" if detail else "")

@@ -40,16 +40,26 @@ def parked_deliveries(horizon: datetime) -> Select[int]:
     )
 
 
-def overdue_deliveries(before: datetime) -> Select[int, int, datetime, DeliveryStatus, str | None]:
-    """Deliveries still waiting to go out whose slot was before ``before`` and that no
-    embargo explains (the missed-slot set): posts by ix_posts_status_scheduled_at, then
-    their deliveries by uq_deliveries_post_channel."""
+def overdue_posts(before: datetime) -> Select[int]:
+    """Posts still waiting to go out whose slot was before ``before`` and that no embargo
+    explains: the missed-slot candidates (ix_posts_status_scheduled_at).
+
+    Asked on its own, not joined to deliveries: status and slot are correlated, and
+    PostgreSQL's planner misjudges the join on a large table and scans it.
+    """
+    return select(Post.id).where(
+        Post.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]),
+        Post.scheduled_at < before,
+        (Post.not_before.is_(None)) | (Post.not_before < before),
+    )
+
+
+def active_deliveries(post_ids: list[int]) -> Select[int, int, datetime, DeliveryStatus, str | None]:
+    """The deliveries of ``post_ids`` that still have work to do (uq_deliveries_post_channel)."""
     return (
         select(Delivery.post_id, Delivery.channel_id, Post.scheduled_at, Delivery.status, Delivery.detail)
         .join(Post, Post.id == Delivery.post_id)
-        .where(Post.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]), Post.scheduled_at < before)
-        .where(Delivery.status.in_(ACTIVE_DELIVERY))
-        .where((Post.not_before.is_(None)) | (Post.not_before < before))
+        .where(Delivery.post_id.in_(post_ids), Delivery.status.in_(ACTIVE_DELIVERY))
     )
 
 

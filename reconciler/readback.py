@@ -55,13 +55,20 @@ def sweep(now: datetime, timeout: float) -> tuple[int, int]:
         open_duplicates = {
             a.id: a for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.DUPLICATE)).scalars()
         }
+        # Each lookup is skipped when it has nothing to look up: an empty IN () makes
+        # SQLite walk the whole table.
+        flagged_posts = [a.post_id for a in open_duplicates.values()]
         duplicate_deliveries = {
             (d.post_id, d.channel_id): d
-            for d in s.execute(
-                select(Delivery)
-                .where(Delivery.post_id.in_([a.post_id for a in open_duplicates.values()]))
-                .options(selectinload(Delivery.parts), selectinload(Delivery.channel))
-            ).scalars()
+            for d in (
+                s.execute(
+                    select(Delivery)
+                    .where(Delivery.post_id.in_(flagged_posts))
+                    .options(selectinload(Delivery.parts), selectinload(Delivery.channel))
+                ).scalars()
+                if flagged_posts
+                else []
+            )
         }
         deliveries = (
             s.execute(
@@ -71,6 +78,8 @@ def sweep(now: datetime, timeout: float) -> tuple[int, int]:
             )
             .scalars()
             .all()
+            if ids
+            else []
         )
     for delivery in deliveries:
         copies = _copies(delivery, timeout)

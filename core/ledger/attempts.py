@@ -208,12 +208,15 @@ def fenced(post_id: int, fence: int, now: datetime, lease: float) -> Iterator[Se
 
 
 def renew_lease(post_id: int, fence: int, now: datetime, lease: float) -> bool:
-    """Heartbeat: extend the lease; False when the attempt was fenced out."""
-    try:
-        with fenced(post_id, fence, now, lease):
-            return True
-    except FencedOut:
-        return False
+    """Heartbeat: extend the lease; False when the attempt was fenced out or has released it."""
+    with db.transaction() as s:
+        result: CursorResult[Any] = s.execute(  # type: ignore[assignment]
+            update(Post)
+            .where(Post.id == post_id, Post.fence == fence, Post.lease_owner.is_not(None))
+            .values(lease_expires_at=now + timedelta(seconds=lease))
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)
 
 
 def part_published(
@@ -225,7 +228,6 @@ def part_published(
     lease: float,
     *,
     adopted: bool = False,
-    release: bool = False,
 ) -> bool:
     """Record a part the platform confirmed (or that read-back found and adopted).
 
@@ -259,7 +261,7 @@ def part_published(
             delivery.detail = None
             delivery.confirmed_at = now
             record_publication(s, claim.post_id, delivery.channel_id, claim.slot, claim.revision, parts[0], now)
-        _finish(s, claim, release, now)
+        _finish(s, claim, now)
         return more
 
 
@@ -274,7 +276,6 @@ def delivery_parked(
     detail: str,
     now: datetime,
     lease: float,
-    release: bool = False,
 ) -> None:
     """Record a transient failure: park the delivery until ``next_attempt_at``.
 
@@ -296,7 +297,7 @@ def delivery_parked(
             move(delivery, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME)
         else:
             move(delivery, DeliveryStatus.FAILED, Reason.PLATFORM_UNAVAILABLE)
-        _finish(s, claim, release, now)
+        _finish(s, claim, now)
 
 
 def delivery_stopped(
@@ -311,7 +312,6 @@ def delivery_stopped(
     now: datetime,
     lease: float,
     disconnect: bool = False,
-    release: bool = False,
 ) -> None:
     """Record a delivery that ends (``failed``) or waits for a person (``held``).
 
@@ -328,14 +328,14 @@ def delivery_stopped(
         delivery.detail = detail
         if disconnect:
             delivery.channel.connected = False
-        _finish(s, claim, release, now)
+        _finish(s, claim, now)
 
 
 def release(claim: Claim, now: datetime, lease: float) -> None:
-    """Give the lease back and store the post's summary status."""
+    """Store the post's summary status and give the lease back (a claim with nothing to send)."""
     try:
         with fenced(claim.post_id, claim.fence, now, lease) as s:
-            _finish(s, claim, True, now)
+            _finish(s, claim, now)
     except FencedOut:
         pass
 
@@ -379,11 +379,18 @@ def record_publication(
 # -- shared pieces ----------------------------------------------------------------------------
 
 
-def _finish(s: Session, claim: Claim, release: bool, now: datetime) -> None:
+def _finish(s: Session, claim: Claim, now: datetime) -> None:
+    """Store the post's summary status, and give the lease back once nothing is sending.
+
+    The release is decided here, inside the write that may be the claim's last, from the
+    rows themselves: a delivery whose result is still waiting for its own commit is
+    ``sending``, so no other delivery's commit can release the lease from under it.
+    """
     post = s.get_one(Post, claim.post_id)
-    post.status = summarize(delivery_states(s, claim.post_id), claimed=True)
+    states = delivery_states(s, claim.post_id)
+    post.status = summarize(states, claimed=True)
     post.updated_at = now
-    if release:
+    if all(state.status is not DeliveryStatus.SENDING for state in states):
         post.lease_owner = None
         post.lease_expires_at = None
 

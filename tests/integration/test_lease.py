@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core import db, ledger
+from core.adapter import Published
 from core.config import Settings
 from core.models import Post
 from core.posts import create_post, describe_post
@@ -75,3 +76,24 @@ def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_ke
     drain()
     assert describe_post(post_id)["status"] == "published"
     assert len(platform.posts("native")) == 1
+
+
+def test_the_lease_is_kept_until_the_last_delivery_of_the_claim_has_committed(
+    channels: dict[str, str], herald: Settings
+) -> None:
+    # Two channels: one delivery's result commits while the other's result is still on its
+    # way (a slow call, or a commit waiting for the database's write lock).
+    post_id = create_post(channels=[channels["native"], channels["readback"]], parts=["two"])
+    claim = ledger.claim_post(post_id, "w", datetime.now(UTC), herald.lease_seconds, herald.grace_seconds)
+    assert claim is not None
+    first, second = claim.plans
+
+    ledger.part_published(claim, second.delivery_id, 0, Published("r-1", "u"), datetime.now(UTC), 3.0)
+    with db.reading() as s:
+        assert s.get_one(Post, post_id).lease_owner == "w"  # the other delivery is still sending
+    assert ledger.claim_post(post_id, "other", datetime.now(UTC), herald.lease_seconds, herald.grace_seconds) is None
+
+    ledger.part_published(claim, first.delivery_id, 0, Published("n-1", "u"), datetime.now(UTC), 3.0)
+    with db.reading() as s:
+        post = s.get_one(Post, post_id)
+        assert (post.lease_owner, post.lease_expires_at, post.status) == (None, None, "published")

@@ -1,0 +1,204 @@
+"""The oracle: classify every (post, channel, part) from the sandbox platform's own record.
+
+Copies are counted on the platform (``GET /sandbox/posts``), matched by the part's
+unique text within the channel's strategy and cross-checked against the part's key.
+herald's database is read only to say what herald *thinks* happened – held, failed,
+still active – and for the attempts log and the alarms, never to count copies.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from core import db
+from core.models import Alarm, AlarmKind, Attempt, Channel, Delivery, DeliveryPart, Post
+from core.states import ACTIVE_DELIVERY, DeliveryStatus, PartState
+
+STRATEGY_OF = {"sandbox-native": "native", "sandbox-readback": "readback", "sandbox-none": "none"}
+STRATEGY_NAME = {"native": "native_key", "readback": "read_back", "none": "none"}
+
+#: herald's attempts-log errors that name a platform fault, by fault.
+PLATFORM_FAULTS = {
+    "answered 429": "rate_limit",
+    "answered 503": "error_before_accept",
+    "answered 500": "error_after_accept",
+    "no answer after sending": "drop_after_accept",
+    "hard timeout": "no_answer_in_time",
+}
+
+
+@dataclass
+class Tally:
+    """The classes of one strategy in one run."""
+
+    deliveries: int = 0
+    parts: int = 0
+    once: int = 0
+    duplicated: int = 0
+    lost: int = 0
+    unexpected: int = 0
+    recovered: int = 0
+    held: int = 0
+    #: Held parts of which the platform holds a copy (a person will say "it landed").
+    held_landed: int = 0
+    failed: int = 0
+    #: Parts herald still had active when the run gave up waiting.
+    stuck: int = 0
+    duplicate_deliveries: int = 0
+    duplicate_alarmed: int = 0
+    platform_faults: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def percentile(self, q: float) -> float | None:
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+@dataclass
+class Classified:
+    tallies: dict[str, Tally]
+    #: One line per (post, channel, part) that is not "posted once", for the history.
+    notable: list[dict[str, Any]]
+    attempts: list[dict[str, Any]]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def classify(platform_posts: list[dict[str, Any]]) -> Classified:
+    copies: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for copy in platform_posts:
+        copies[(copy["strategy"], copy["text"])].append(copy)
+    tallies = {s: Tally() for s in STRATEGY_NAME}
+    notable: list[dict[str, Any]] = []
+    expected: set[tuple[str, str]] = set()
+    with db.reading() as s:
+        channels = {c.id: STRATEGY_OF[c.platform] for c in s.execute(select(Channel)).scalars()}
+        slots = dict(s.execute(select(Post.id, Post.scheduled_at)).all())
+        deliveries = s.execute(select(Delivery)).scalars().all()
+        parts: dict[int, list[DeliveryPart]] = defaultdict(list)
+        for part in s.execute(select(DeliveryPart).order_by(DeliveryPart.idx)).scalars():
+            parts[part.delivery_id].append(part)
+        attempts = s.execute(select(Attempt).order_by(Attempt.id)).scalars().all()
+        alarmed = set(
+            tuple(row)
+            for row in s.execute(select(Alarm.post_id, Alarm.channel_id).where(Alarm.kind == AlarmKind.DUPLICATE)).all()
+        )
+    recovering: set[tuple[int, int]] = set()
+    by_delivery: dict[int, list[Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_delivery[a.delivery_id].append(a)
+        if a.action == "recover":
+            recovering.add((a.delivery_id, a.part_idx))
+    for d in deliveries:
+        strategy = channels[d.channel_id]
+        tally = tallies[strategy]
+        tally.deliveries += 1
+        for a in by_delivery[d.id]:
+            for needle, fault in PLATFORM_FAULTS.items():
+                if a.error and needle in a.error:
+                    tally.platform_faults[fault] += 1
+            if strategy == "none" and a.action == "recover" and a.outcome == "published":
+                tally.problems.append(f"post {d.post_id}: none-strategy part {a.part_idx} was resent (fence {a.fence})")
+        if d.status is DeliveryStatus.PUBLISHED and d.confirmed_at is not None:
+            tally.latencies.append((d.confirmed_at - slots[d.post_id]).total_seconds())
+        duplicated_here = False
+        previous_ids: set[str] | None = None
+        for part in parts[d.id]:
+            tally.parts += 1
+            expected.add((strategy, part.text))
+            found = copies.get((strategy, part.text), [])
+            ids = {c["id"] for c in found}
+            verdict = _verdict(d, part, len(found), (d.id, part.idx) in recovering)
+            for name in verdict:
+                setattr(tally, name, getattr(tally, name) + 1)
+            duplicated_here |= "duplicated" in verdict
+            if found and part.key and strategy != "none":
+                keys = {c["key"] or c["idempotency_key"] for c in found}
+                if keys != {part.key}:
+                    tally.problems.append(f"post {d.post_id} part {part.idx}: platform keys {keys} != {part.key}")
+            if part.state is PartState.PUBLISHED and part.platform_id not in ids:
+                tally.problems.append(
+                    f"post {d.post_id} part {part.idx} on {strategy}: herald recorded {part.platform_id}, "
+                    f"the platform holds {sorted(ids)}"
+                )
+            if previous_ids is not None and any(c["reply_to"] not in previous_ids for c in found):
+                tally.problems.append(f"post {d.post_id} part {part.idx} on {strategy}: replies outside its thread")
+            previous_ids = ids
+            if verdict != ["once"]:
+                notable.append(
+                    {
+                        "post_id": d.post_id,
+                        "strategy": strategy,
+                        "part": part.idx,
+                        "classes": verdict,
+                        "copies": sorted(ids),
+                        "delivery_status": str(d.status),
+                        "reason": str(d.reason) if d.reason else None,
+                        "part_state": str(part.state),
+                        "key": part.key,
+                    }
+                )
+        if duplicated_here:
+            tally.duplicate_deliveries += 1
+            if (d.post_id, d.channel_id) in alarmed:
+                tally.duplicate_alarmed += 1
+    for (strategy, text), found in copies.items():
+        if (strategy, text) not in expected:
+            tallies[strategy].unexpected += len(found)
+            notable.append({"strategy": strategy, "classes": ["unexpected"], "copies": [c["id"] for c in found]})
+    channel_of = {d.id: d.channel_id for d in deliveries}
+    return Classified(
+        tallies,
+        notable,
+        [
+            {
+                "post_id": a.post_id,
+                "delivery_id": a.delivery_id,
+                "strategy": channels.get(channel_of.get(a.delivery_id, -1), "?"),
+                "part": a.part_idx,
+                "fence": a.fence,
+                "worker": a.worker,
+                "action": a.action,
+                "started_at": _iso(a.started_at),
+                "ended_at": _iso(a.ended_at),
+                "outcome": a.outcome,
+                "error": a.error,
+            }
+            for a in attempts
+        ],
+    )
+
+
+def _verdict(d: Delivery, part: DeliveryPart, n: int, recovering: bool) -> list[str]:
+    """The classes of one part: once/duplicated/lost from the platform, plus herald's holds."""
+    classes: list[str] = []
+    if n >= 2:
+        classes.append("duplicated")
+    elif n == 1:
+        classes.append("once")
+        if recovering:
+            classes.append("recovered")
+    if part.state is not PartState.PUBLISHED:
+        if d.status is DeliveryStatus.HELD:
+            classes.append("held")
+            if n:
+                classes.append("held_landed")
+        elif d.status in (DeliveryStatus.FAILED, DeliveryStatus.CANCELLED):
+            classes.append("failed")
+        elif d.status in ACTIVE_DELIVERY:
+            classes.append("stuck")
+            if n == 0:
+                classes.append("lost")
+    if n == 0 and part.state is PartState.PUBLISHED:
+        classes.append("lost")  # herald says published; the platform has nothing
+    return classes

@@ -1,0 +1,244 @@
+"""The faults a chaos run injects, each its own scenario, and the mixed run.
+
+A scenario is sandbox fault settings (``PUT /sandbox/faults``, drawn per request by the
+sandbox's seeded RNG) plus process-level injectors, each a thread that acts at random
+instants drawn from the run's seeded RNG while posts are flowing.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+
+from core.arming import JOB_TIMEOUT, job_id
+from core.queue import post_queue
+from tests.chaos.cluster import TIMINGS, Cluster
+from tests.chaos.history import History
+
+#: The native key TTL the forgotten-keys scenarios' workers declare, and when the sandbox forgets.
+SHORT_KEY_TTL = 2.0
+FORGET_AFTER = 2.5
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    #: What it does, for the report.
+    title: str
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    #: Process-level injectors (names in INJECTORS).
+    injectors: tuple[str, ...] = ()
+    reconcilers: int = 1
+    short_key_ttl: bool = False
+    #: Why it cannot run on this setup (filled in at run time), e.g. a shared Redis.
+    skip: str = ""
+
+
+HOLD = {"hold_after_accept": 0.3, "hold_seconds": 1.0}
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("baseline", "no fault"),
+    Scenario(
+        "sigkill",
+        "SIGKILL a random worker every 1–3 s (30% of posts held 1 s after the platform accepted them)",
+        HOLD,
+        ("sigkill",),
+    ),
+    Scenario(
+        "sigstop",
+        "SIGSTOP a random worker for lease+grace+1–3 s, then SIGCONT (30% of posts held 1 s after accept)",
+        HOLD,
+        ("sigstop",),
+    ),
+    Scenario("flushdb", "FLUSHDB of herald's Redis database every 3–6 s", {}, ("flushdb",)),
+    Scenario(
+        "redis_restart", "Redis stopped for 1–3 s, started on the same port, every 6–10 s", {}, ("redis_restart",)
+    ),
+    Scenario(
+        "db_outage",
+        "database write-locked for 2–4 s every 5–8 s (50% of posts held 0.5 s after accept: results land in it)",
+        {"hold_after_accept": 0.5, "hold_seconds": 0.5},
+        ("db_outage",),
+    ),
+    Scenario(
+        "drop_after_accept",
+        "20% of posts stored, then the connection closed unanswered",
+        {"drop_after_accept": 0.2},
+    ),
+    Scenario("error_after_accept", "the platform stores 20% of posts, then answers 500", {"error_after_accept": 0.2}),
+    Scenario("error_before_accept", "30% of requests answered 503, nothing stored", {"error_before_accept": 0.3}),
+    Scenario(
+        "rate_limit_storm",
+        "429 storms: 90% refused, Retry-After 1, for 2–4 s every 5–8 s",
+        {},
+        ("storm",),
+    ),
+    Scenario(
+        "forgotten_keys",
+        f"native key TTL {SHORT_KEY_TTL:g} s, the platform forgets keys after {FORGET_AFTER:g} s; "
+        "30% of native posts answered 500 after accept, 10% dropped",
+        {
+            "forget_keys_after": FORGET_AFTER,
+            "error_after_accept": 0.3,
+            "drop_after_accept": 0.1,
+            "strategies": ["native"],
+        },
+        short_key_ttl=True,
+    ),
+    Scenario(
+        "two_reconcilers", "two reconcilers at once (Redis flushed every 3–6 s: both re-arm)", {}, ("flushdb",), 2
+    ),
+    Scenario(
+        "duplicate_enqueue",
+        "post jobs enqueued twice more at their slot, behind arming's back",
+        {},
+        ("dup_enqueue",),
+    ),
+    Scenario(
+        "mixed",
+        "all of the above at once, at lower rates, two reconcilers",
+        {
+            "drop_after_accept": 0.05,
+            "error_after_accept": 0.05,
+            "error_before_accept": 0.05,
+            "rate_limit": 0.05,
+            "hold_after_accept": 0.1,
+            "hold_seconds": 1.0,
+        },
+        ("sigkill", "sigstop", "flushdb", "redis_restart", "db_outage", "dup_enqueue"),
+        2,
+    ),
+)
+
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+class Injectors:
+    """Runs a scenario's process-level injectors until told to stop; counts what they did."""
+
+    def __init__(self, cluster: Cluster, history: History, rng: random.Random, recent: Callable[[], list[int]]) -> None:
+        self.cluster = cluster
+        self.history = history
+        self.rng = rng
+        self.recent = recent
+        self.counts: Counter[str] = Counter()
+        self.skipped: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self, names: tuple[str, ...], mixed: bool = False) -> None:
+        slow = 3.0 if mixed else 1.0  # the mixed run spaces each injector out
+        for name in names:
+            if name == "redis_restart" and not self.cluster.redis.can_restart:
+                self.skipped[name] = "HERALD_REDIS_URL points at a shared Redis: not restarted"
+                self.history.write("fault_skipped", fault=name, why=self.skipped[name])
+                continue
+            # Each injector draws from its own RNG seeded from the run's, so one's timing
+            # does not shift another's schedule.
+            rng = random.Random(self.rng.random())
+            thread = threading.Thread(target=self._loop, args=(name, rng, slow), name=f"chaos-{name}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def _record(self, fault: str, **fields: Any) -> None:
+        with self._lock:
+            self.counts[fault] += 1
+        self.history.write("fault", fault=fault, **fields)
+
+    def _loop(self, name: str, rng: random.Random, slow: float) -> None:
+        interval, act = {
+            "sigkill": ((1.0, 3.0), self._sigkill),
+            "sigstop": ((2.0, 4.0), self._sigstop),
+            "flushdb": ((3.0, 6.0), self._flushdb),
+            "redis_restart": ((6.0, 10.0), self._redis_restart),
+            "db_outage": ((5.0, 8.0), self._db_outage),
+            "storm": ((5.0, 8.0), self._storm),
+            "dup_enqueue": ((0.3, 0.3), self._dup_enqueue),
+        }[name]
+        while not self._stop.wait(rng.uniform(*interval) * (slow if name != "dup_enqueue" else 1.0)):
+            try:
+                act(rng)
+            except Exception as exc:  # an injector that failed once tries again later
+                self.history.write("injector_error", fault=name, error=repr(exc))
+
+    def _pick_worker(self, rng: random.Random) -> Any:
+        live = [p for p in self.cluster.live("worker") if not p.stopped]
+        return rng.choice(sorted(live, key=lambda p: p.name)) if live else None
+
+    def _sigkill(self, rng: random.Random) -> None:
+        proc = self._pick_worker(rng)
+        if proc is not None:
+            self.cluster.kill(proc)
+            self._record("sigkill", worker=proc.name, pid=proc.popen.pid)
+
+    def _sigstop(self, rng: random.Random) -> None:
+        proc = self._pick_worker(rng)
+        if proc is None or len(self.cluster.live("worker")) < 2:
+            return
+        frozen = TIMINGS["lease_seconds"] + TIMINGS["grace_seconds"] + rng.uniform(1.0, 3.0)
+        proc.stopped = True
+        self.cluster.signal(proc, signal.SIGSTOP)
+        self._record("sigstop", worker=proc.name, pid=proc.popen.pid, seconds=round(frozen, 2))
+        time.sleep(frozen)  # not interruptible: a frozen worker is always thawed
+        self.cluster.signal(proc, signal.SIGCONT)
+        proc.stopped = False
+        self.history.write("fault_end", fault="sigstop", worker=proc.name, pid=proc.popen.pid)
+
+    def _flushdb(self, rng: random.Random) -> None:
+        self.cluster.redis.flush()
+        self._record("flushdb")
+
+    def _redis_restart(self, rng: random.Random) -> None:
+        down = rng.uniform(1.0, 3.0)
+        self.cluster.redis.down()
+        self._record("redis_restart", seconds=round(down, 2))
+        time.sleep(down)
+        self.cluster.redis.up()
+        self.history.write("fault_end", fault="redis_restart")
+
+    def _db_outage(self, rng: random.Random) -> None:
+        seconds = rng.uniform(2.0, 4.0)
+        with self.cluster.database.unreachable():
+            self._record("db_outage", seconds=round(seconds, 2), backend=self.cluster.database.backend)
+            time.sleep(seconds)
+        self.history.write("fault_end", fault="db_outage")
+
+    def _storm(self, rng: random.Random) -> None:
+        seconds = rng.uniform(2.0, 4.0)
+        self.cluster.sandbox_faults(rate_limit=0.9, retry_after=1, seed=rng.randrange(2**31))
+        self._record("rate_limit_storm", seconds=round(seconds, 2))
+        time.sleep(seconds)
+        self.cluster.sandbox_faults()
+        self.history.write("fault_end", fault="rate_limit_storm")
+
+    def _dup_enqueue(self, rng: random.Random) -> None:
+        queue = post_queue()
+        for post_id in self.recent():
+            try:
+                job = Job.fetch(job_id(post_id), connection=queue.connection)
+            except NoSuchJobError:
+                job = queue.create_job(
+                    "core.publish.publish_post",
+                    args=(post_id,),
+                    job_id=job_id(post_id),
+                    timeout=JOB_TIMEOUT,
+                    result_ttl=0,
+                )
+            queue.enqueue_job(job)
+            queue.enqueue_job(job)
+            self._record("dup_enqueue", post_id=post_id, copies=2)
