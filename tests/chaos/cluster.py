@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -232,7 +233,11 @@ class Cluster:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        # A run starts from nothing: a database or logs left by an earlier run of the
+        # same scenario (make chaos keeps them under .herald/chaos) would mix with this one.
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        self.workdir.mkdir(parents=True)
         self.redis.start()
         self.database.migrate()
         self.settings = Settings(
