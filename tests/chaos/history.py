@@ -17,7 +17,8 @@ class History:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file = path.open("a", encoding="utf-8")
+        # One file per scenario and run: an earlier run's lines would read as this one's.
+        self._file = path.open("w", encoding="utf-8")
         self._lock = threading.Lock()
 
     def write(self, kind: str, **fields: Any) -> None:
