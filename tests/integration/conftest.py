@@ -9,6 +9,7 @@ queue name and empty tables; every process a test starts is stopped after it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -216,20 +217,26 @@ class Workers:
                 env=dict(os.environ),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Its own process group: a worker forks rq's scheduler, which outlives a
+                # worker a test SIGKILLs; the group is stopped whole at the end.
+                start_new_session=True,
             )
         self.procs.append(proc)
         return proc
 
     def stop_all(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)  # a frozen process cannot act on SIGTERM
+                os.killpg(proc.pid, signal.SIGTERM)
         for proc in self.procs:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
 
     def output(self) -> str:
         return "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(self.logs.glob("worker-*.log")))
