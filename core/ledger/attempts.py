@@ -365,15 +365,17 @@ def record_publication(
         "created_at": now,
     }
     new_id = s.execute(insert(Publication).values(**values).on_conflict_do_nothing().returning(Publication.id)).scalar()
-    key = (
-        Publication.post_id == post_id,
-        Publication.channel_id == channel_id,
-        Publication.slot == slot,
-        Publication.revision == revision,
-    )
-    if new_id is None:
-        log.warning("post %s channel %s: publication already recorded; keeping the first", post_id, channel_id)
-    return s.execute(select(Publication).where(*key)).scalar_one()
+    if new_id is not None:
+        return Publication(id=new_id, **values)
+    log.warning("post %s channel %s: publication already recorded; keeping the first", post_id, channel_id)
+    return s.execute(
+        select(Publication).where(
+            Publication.post_id == post_id,
+            Publication.channel_id == channel_id,
+            Publication.slot == slot,
+            Publication.revision == revision,
+        )
+    ).scalar_one()
 
 
 # -- shared pieces ----------------------------------------------------------------------------
@@ -386,13 +388,13 @@ def _finish(s: Session, claim: Claim, now: datetime) -> None:
     rows themselves: a delivery whose result is still waiting for its own commit is
     ``sending``, so no other delivery's commit can release the lease from under it.
     """
-    post = s.get_one(Post, claim.post_id)
-    states = delivery_states(s, claim.post_id)
-    post.status = summarize(states, claimed=True)
-    post.updated_at = now
+    states = delivery_states(s, claim.post_id)  # flushes this transaction's changes first
+    values: dict[str, Any] = {"status": summarize(states, claimed=True), "updated_at": now}
     if all(state.status is not DeliveryStatus.SENDING for state in states):
-        post.lease_owner = None
-        post.lease_expires_at = None
+        values.update(lease_owner=None, lease_expires_at=None)
+    s.execute(
+        update(Post).where(Post.id == claim.post_id).values(**values).execution_options(synchronize_session=False)
+    )
 
 
 def delivery_states(s: Session, post_id: int) -> list[DeliveryState]:
@@ -432,16 +434,14 @@ def _attempt(claim: Claim, delivery_id: int, part_idx: int, action: str, now: da
 
 
 def _end_attempt(s: Session, claim: Claim, delivery_id: int, now: datetime, outcome: str, error: str = "") -> None:
-    attempt = s.execute(
-        select(Attempt)
+    # A claim keeps at most one attempt of a delivery open: the next part's row is only
+    # added after this one is closed.
+    s.execute(
+        update(Attempt)
         .where(Attempt.delivery_id == delivery_id, Attempt.fence == claim.fence, Attempt.ended_at.is_(None))
-        .order_by(Attempt.id.desc())
-        .limit(1)
-    ).scalar_one_or_none()
-    if attempt is not None:
-        attempt.ended_at = now
-        attempt.outcome = outcome
-        attempt.error = error or None
+        .values(ended_at=now, outcome=outcome, error=error or None)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _load_post(s: Session, post_id: int) -> Post:
