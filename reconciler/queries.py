@@ -63,9 +63,19 @@ def active_deliveries(post_ids: list[int]) -> Select[int, int, datetime, Deliver
     )
 
 
-def recent_confirmations(since: datetime) -> Select[int]:
-    """Deliveries confirmed since ``since`` and not yet seen by a read-back (ix_deliveries_confirmed_at)."""
-    return select(Delivery.id).where(Delivery.confirmed_at >= since, Delivery.first_seen_at.is_(None))
+def recent_confirmations(since: datetime, channel_ids: list[int]) -> Select[int]:
+    """Deliveries on ``channel_ids`` confirmed since ``since`` and not yet seen by a
+    read-back (ix_deliveries_confirmed_at)."""
+    return select(Delivery.id).where(
+        Delivery.confirmed_at >= since, Delivery.first_seen_at.is_(None), Delivery.channel_id.in_(channel_ids)
+    )
+
+
+def settling_confirmations(since: datetime, channel_ids: list[int]) -> Select[int]:
+    """Deliveries on ``channel_ids`` confirmed since ``since``, seen by a read-back or not:
+    the settle window in which a late-indexed second copy may still appear
+    (ix_deliveries_confirmed_at)."""
+    return select(Delivery.id).where(Delivery.confirmed_at >= since, Delivery.channel_id.in_(channel_ids))
 
 
 def open_alarms() -> Select[Alarm]:

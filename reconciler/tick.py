@@ -60,7 +60,7 @@ def tick(clock: Clock | None = None, cfg: Settings | None = None) -> TickReport:
     started = time.perf_counter()
     now = clock.now()
     armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg)))
-    seen, duplicates = readback.sweep(now, cfg.call_timeout)
+    seen, duplicates = readback.sweep(now, cfg.call_timeout, cfg.readback_settle_seconds)
     raised, resolved = alarms.check_missed_slots(now, cfg.missed_after)
     report = TickReport(now, armed, raised, resolved, seen, duplicates, (time.perf_counter() - started) * 1000)
     _record(report)

@@ -7,7 +7,8 @@ run with a given ``seed`` replays exactly, whatever the outcome of each draw.
 
 ``after`` and ``times`` aim the faults at the n-th request: ``after=2, times=1`` lets the
 first two matching POSTs through untouched and gives the third one the faults – part 3
-of a thread, say. Latency and forgotten keys are not counted: they apply throughout.
+of a thread, say. Latency, forgotten keys and search lag are not counted: they apply
+throughout.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class FaultConfig:
     retry_after: int = 1
     latency: float = 0.0
     forget_keys_after: float | None = None
+    #: Seconds an accepted post stays invisible to the key search (``GET /api/*/posts``),
+    #: as a platform's search index lags behind its writes.
+    search_lag: float = 0.0
     strategies: tuple[str, ...] = STRATEGIES
     #: How many matching POSTs pass untouched before the faults apply.
     after: int = 0
@@ -94,7 +98,7 @@ class FaultConfig:
         for name in (f.value for f in FAULT_ORDER):
             if name in body:
                 values[name] = _probability(name, body[name])
-        for name in ("hold_seconds", "latency"):
+        for name in ("hold_seconds", "latency", "search_lag"):
             if name in body:
                 values[name] = _seconds(name, body[name])
         if body.get("forget_keys_after") is not None:

@@ -170,7 +170,9 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
                 raise Refusal(404, "not_found", "this platform cannot be searched")
             if not query.get("key"):
                 raise Refusal(400, "bad_request", "give the key to search for: ?key=<key>")
-            found = self.server.store.search(strategy, query["key"])
+            config = self.server.faults.config
+            lag = config.search_lag if strategy in config.strategies else 0.0
+            found = self.server.store.search(strategy, query["key"], lag)
             base_url = self._base_url()
             self._send_json(200, {"posts": [post.public_json(base_url) for post in found]})
         elif method == "POST":

@@ -42,6 +42,8 @@ class StoredPost:
     root: str | None
     token: str
     created_at: str
+    #: ``time.monotonic()`` when it was stored: the search index lags from here.
+    accepted_at: float = 0.0
 
     def admin_json(self) -> dict[str, Any]:
         return {
@@ -150,18 +152,23 @@ class PlatformStore:
                 root=root,
                 token=token,
                 created_at=datetime.now(UTC).isoformat(),
+                accepted_at=now,
             )
             self._posts[post.id] = post
             if dedupes and idempotency_key is not None:
                 self._keys[idempotency_key] = (post.id, now)
             return post, True
 
-    def search(self, strategy: str, key: str) -> list[StoredPost]:
+    def search(self, strategy: str, key: str, lag: float = 0.0) -> list[StoredPost]:
+        """The posts carrying ``key``, leaving out those stored less than ``lag`` seconds ago."""
         with self._lock:
+            indexed_before = time.monotonic() - lag
             return [
                 post
                 for post in self._posts.values()
-                if post.strategy == strategy and key in (post.key, post.idempotency_key)
+                if post.strategy == strategy
+                and key in (post.key, post.idempotency_key)
+                and (lag <= 0 or post.accepted_at <= indexed_before)
             ]
 
     def get(self, post_id: str) -> StoredPost | None:

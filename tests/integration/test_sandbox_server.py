@@ -435,3 +435,26 @@ def test_stopped_server_stops_answering_kept_alive_clients() -> None:
 
         with pytest.raises(httpx.TransportError):
             http.get("/sandbox/health")
+
+
+def test_search_lag_hides_a_stored_post_from_the_key_search_until_it_has_passed(client: httpx.Client) -> None:
+    set_faults(client, search_lag=0.3, strategies=["readback"])
+    assert post(client, "readback", key="k1").status_code == 201
+
+    hidden = client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"]
+    time.sleep(0.35)
+    shown = client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"]
+
+    assert hidden == []
+    assert [p["key"] for p in shown] == ["k1"]
+    assert len(stored(client, "readback")) == 1  # the oracle sees it at once
+
+
+def test_search_lag_with_a_dropped_answer_lets_a_blind_resend_make_a_second_copy(client: httpx.Client) -> None:
+    set_faults(client, search_lag=5.0, drop_after_accept=1.0, times=1, strategies=["readback"])
+    with pytest.raises(httpx.TransportError):
+        post(client, "readback", key="k1")
+
+    assert client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"] == []
+    assert post(client, "readback", key="k1").status_code == 201
+    assert len(stored(client, "readback")) == 2

@@ -1,0 +1,92 @@
+"""The read-back sweep (§14): every part, and again while a confirmation settles."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from core import db
+from core.clock import DatabaseClock
+from core.models import Alarm, AlarmKind
+from core.posts import create_post, describe_post
+from reconciler import readback
+from tests.integration.conftest import Sandbox, drain
+
+pytestmark = pytest.mark.integration
+
+SETTLE = 60.0
+
+
+def _now():  # type: ignore[no-untyped-def]
+    return DatabaseClock(db.engine()).now()
+
+
+def _second_copy(sandbox_url: str, text: str, key: str) -> None:
+    """A copy with the same key that reached the platform behind herald's back."""
+    httpx.post(
+        f"{sandbox_url}/api/readback/posts",
+        json={"text": text, "key": key},
+        headers={"Authorization": "Bearer t-ok"},
+    ).raise_for_status()
+
+
+def _duplicate_alarms() -> list[str]:
+    with db.reading() as s:
+        return [a.detail for a in s.query(Alarm).filter(Alarm.kind == AlarmKind.DUPLICATE)]
+
+
+def test_a_second_copy_that_becomes_visible_only_after_the_first_sighting_is_still_detected(
+    channels: dict[str, str], platform: Sandbox, sandbox_url: str
+) -> None:
+    platform.faults(search_lag=0.3, strategies=["readback"])  # the platform's index lags
+    post_id = create_post(channels=[channels["readback"]], parts=["late twin"])
+    drain()
+    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    assert readback.sweep(_now(), 5.0, SETTLE) == (0, 0)  # not indexed yet
+    time.sleep(0.35)
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)  # first sighting: one copy
+
+    _second_copy(sandbox_url, "late twin", key)
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)  # the second copy is not indexed yet
+    time.sleep(0.35)
+
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 1)
+    assert _duplicate_alarms() == ["a read-back found 2 copies of part 1 on r1"]
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)  # raised once
+
+
+def test_every_part_of_a_thread_is_read_back_not_only_the_first(
+    channels: dict[str, str], platform: Sandbox, sandbox_url: str
+) -> None:
+    post_id = create_post(channels=[channels["readback"]], parts=["one/3", "two/3", "three/3"])
+    drain()
+    parts = describe_post(post_id)["deliveries"][0]["parts"]
+    _second_copy(sandbox_url, "two/3", parts[1]["key"])
+
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 1)
+    assert _duplicate_alarms() == ["a read-back found 2 copies of part 2 on r1"]
+
+
+def test_a_confirmation_older_than_the_settle_window_is_no_longer_read_back(
+    channels: dict[str, str], platform: Sandbox, sandbox_url: str
+) -> None:
+    post_id = create_post(channels=[channels["readback"]], parts=["settled"])
+    drain()
+    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)
+    _second_copy(sandbox_url, "settled", key)
+
+    later = _now() + timedelta(seconds=SETTLE + 1)
+
+    assert readback.sweep(later, 5.0, SETTLE) == (0, 0)  # seen once, settled: left alone
+    assert _duplicate_alarms() == []
+
+
+def test_native_and_none_deliveries_are_not_read_back(channels: dict[str, str], platform: Sandbox) -> None:
+    create_post(channels=[channels["native"], channels["none"]], parts=["not searchable"])
+    drain()
+
+    assert readback.sweep(_now(), 5.0, SETTLE) == (0, 0)
