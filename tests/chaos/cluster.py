@@ -48,6 +48,8 @@ TIMINGS: dict[str, Any] = {
     "backoff_base": 0.2,
     "backoff_max": 2.0,
     "max_attempts": 6,
+    # Longer than the search_lag scenario's lag plus a tick: a late-indexed copy is read back.
+    "readback_settle_seconds": 10.0,
 }
 
 #: One channel per sandbox strategy: strategy → (channel name, platform).
@@ -203,6 +205,8 @@ class Proc:
     #: Set when the harness ended it on purpose (SIGKILL fault, shutdown).
     expected_exit: bool = False
     stopped: bool = False
+    #: Seconds its wall clock is shifted by (clock_skew scenario), else None.
+    clock_skew: float | None = None
 
 
 @dataclass
@@ -215,6 +219,8 @@ class Cluster:
     reconcilers: int = 1
     #: Extra environment for workers (e.g. a shortened native key TTL).
     worker_env: dict[str, str] = field(default_factory=dict)
+    #: Wall-clock shifts in seconds, handed to workers in turn as they start (restarts too).
+    worker_skews: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         self.redis = RedisBackend()
@@ -224,6 +230,7 @@ class Cluster:
         self.procs: list[Proc] = []
         self._lock = threading.Lock()
         self._serial = 0
+        self._workers_started = 0
         self._supervising = threading.Event()
         self._supervisor: threading.Thread | None = None
         #: Exits the harness did not cause, by role.
@@ -253,44 +260,57 @@ class Cluster:
         self._wait_for_sandbox()
         for strategy, (name, platform) in CHANNELS.items():
             add_channel(name, platform, {"base_url": self.sandbox_url, "token": f"tok-{strategy}"})
-        for _ in range(self.workers):
-            self.start_worker()
+        for n in range(self.workers):
+            proc = self.start_worker()
+            if n == 0 and self.worker_skews:
+                # rq's scheduler lives in whichever worker takes its lock first, and the
+                # others only try again after ten minutes: let the first skew have it.
+                self._wait_for_scheduler(proc)
         for _ in range(self.reconcilers):
             self._spawn("reconciler", ["reconcile"])
         self._supervising.set()
         self._supervisor = threading.Thread(target=self._supervise, name="chaos-supervisor", daemon=True)
         self._supervisor.start()
 
-    def env(self, role: str) -> dict[str, str]:
+    def env(self, role: str, clock_skew: float | None = None) -> dict[str, str]:
         assert self.settings is not None
         env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
         env.update({f"HERALD_{name.upper()}": str(value) for name, value in self.settings.__dict__.items()})
         if role == "worker":
             env.update(self.worker_env)
+        if clock_skew is not None:
+            env["HERALD_CHAOS_CLOCK_SKEW"] = repr(clock_skew)
         return env
 
     def _spawn(self, role: str, args: list[str]) -> Proc:
+        clock_skew = None
         with self._lock:
             self._serial += 1
             name = f"{role}-{self._serial}"
+            if role == "worker" and self.worker_skews:
+                clock_skew = self.worker_skews[self._workers_started % len(self.worker_skews)]
+            if role == "worker":
+                self._workers_started += 1
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        module = "tests.chaos.entry" if role == "worker" and self.worker_env else "core.cli"
+        tweaked = role == "worker" and (self.worker_env or clock_skew is not None)
+        module = "tests.chaos.entry" if tweaked else "core.cli"
         with (logs / f"{name}.log").open("wb") as log:
             popen = subprocess.Popen(
                 [sys.executable, "-m", module, *args],
                 cwd=ROOT,
-                env=self.env(role),
+                env=self.env(role, clock_skew),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 # Its own process group: a worker's rq scheduler is a child process, and a
                 # killed or frozen worker takes it along, as a killed container would.
                 start_new_session=True,
             )
-        proc = Proc(role, name, popen)
+        proc = Proc(role, name, popen, clock_skew=clock_skew)
         with self._lock:
             self.procs.append(proc)
-        self.history.write("process", action="start", role=role, name=name, pid=popen.pid)
+        extra = {"clock_skew": round(clock_skew, 3)} if clock_skew is not None else {}
+        self.history.write("process", action="start", role=role, name=name, pid=popen.pid, **extra)
         return proc
 
     def start_worker(self) -> Proc:
@@ -305,6 +325,28 @@ class Cluster:
             except httpx.HTTPError:
                 time.sleep(0.1)
         raise RuntimeError(f"the sandbox platform did not answer within {timeout:g}s")
+
+    def scheduler_holder(self) -> Proc | None:
+        """The worker whose rq scheduler holds the queue's scheduler lock, if any."""
+        assert self.settings is not None
+        client = Redis.from_url(self.redis.url, socket_timeout=5)
+        try:
+            name = client.get(f"rq:scheduler-lock:{self.settings.queue}")
+            pid = client.hget(f"rq:scheduler:{name.decode()}", "pid") if name else None
+        finally:
+            client.close()
+        if not pid:
+            return None
+        try:
+            group = os.getpgid(int(pid))
+        except ProcessLookupError:
+            return None
+        return next((p for p in self.live("worker") if p.popen.pid == group), None)
+
+    def _wait_for_scheduler(self, proc: Proc, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.scheduler_holder() is not proc:
+            time.sleep(0.1)
 
     def live(self, role: str) -> list[Proc]:
         with self._lock:

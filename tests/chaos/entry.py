@@ -1,21 +1,41 @@
-"""``python -m tests.chaos.entry ARGS``: the herald CLI with the sandbox's native key TTL shortened.
+"""``python -m tests.chaos.entry ARGS``: the herald CLI with a chaos run's process tweaks.
 
-The sandbox-native adapter declares a 24 h ``key_ttl`` as a class constant and has no
-setting for it, so a run cannot outlive it. The forgotten-keys scenario starts its
-workers through this module with ``HERALD_CHAOS_NATIVE_KEY_TTL`` seconds instead, and
-tells the sandbox to forget keys just after that: herald must stop trusting a key the
-platform no longer remembers (§6: hold, as the sandbox-native adapter cannot search).
+* ``HERALD_CHAOS_NATIVE_KEY_TTL``: the sandbox-native adapter declares a 24 h ``key_ttl``
+  as a class constant and has no setting for it, so a run cannot outlive it. The
+  forgotten-keys scenario starts its workers with this many seconds instead, and tells
+  the sandbox to forget keys just after that: herald must stop trusting a key the
+  platform no longer remembers (§6: hold, as the sandbox-native adapter cannot search).
+* ``HERALD_CHAOS_CLOCK_SKEW``: seconds (signed) by which this process's wall clock is
+  shifted, through ``time_machine``: ``time.time``, ``datetime.now`` and everything built
+  on them (rq's scheduler, its child process included) read the shifted clock, while
+  ``time.monotonic`` and the database's clock do not move. Every deadline herald keeps
+  must still come out right (§2: one clock, the database's).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from adapters.sandbox.adapters import SandboxNative
 from core.cli import main
+
+
+def skew_clock(seconds: float) -> None:
+    """Shift this process's wall clock by ``seconds`` from now on; it keeps ticking."""
+    import time_machine
+
+    time_machine.travel(time.time() + seconds, tick=True).start()
+    # The shifted clock starts ticking at its first reading: read it now, so the offset
+    # from the real clock is ``seconds`` and not ``seconds`` minus the wait until then.
+    time.time()
+
 
 if __name__ == "__main__":
     ttl = os.environ.get("HERALD_CHAOS_NATIVE_KEY_TTL")
     if ttl:
         SandboxNative.key_ttl = float(ttl)
+    skew = os.environ.get("HERALD_CHAOS_CLOCK_SKEW")
+    if skew:
+        skew_clock(float(skew))
     main()

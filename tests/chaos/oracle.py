@@ -4,13 +4,17 @@ Copies are counted on the platform (``GET /sandbox/posts``), matched by the part
 unique text within the channel's strategy and cross-checked against the part's key.
 herald's database is read only to say what herald *thinks* happened – held, failed,
 still active – and for the attempts log and the alarms, never to count copies.
+
+No copy may appear before its post's slot: each copy's ``created_at`` (the platform's
+own clock, which no fault skews) is compared with the slot, allowing
+:data:`EARLY_TOLERANCE` for reading two clocks of one machine at two instants.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -32,6 +36,10 @@ PLATFORM_FAULTS = {
 }
 
 
+#: Seconds a copy may precede its slot before it counts as early (clock reading, not a fault).
+EARLY_TOLERANCE = 0.05
+
+
 @dataclass
 class Tally:
     """The classes of one strategy in one run."""
@@ -51,6 +59,13 @@ class Tally:
     stuck: int = 0
     duplicate_deliveries: int = 0
     duplicate_alarmed: int = 0
+    #: Duplicated parts, and those whose (post, channel) got a duplicate alarm.
+    duplicate_parts: int = 0
+    duplicate_parts_alarmed: int = 0
+    #: Copies created more than EARLY_TOLERANCE before their post's slot.
+    early: int = 0
+    #: The smallest (copy created − slot) seen, in seconds.
+    earliest: float | None = None
     platform_faults: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -72,6 +87,11 @@ class Classified:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def _utc(value: datetime) -> datetime:
+    """SQLite hands instants back without their zone; they are stored in UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def classify(platform_posts: list[dict[str, Any]]) -> Classified:
@@ -122,6 +142,19 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
             for name in verdict:
                 setattr(tally, name, getattr(tally, name) + 1)
             duplicated_here |= "duplicated" in verdict
+            if "duplicated" in verdict:
+                tally.duplicate_parts += 1
+                tally.duplicate_parts_alarmed += (d.post_id, d.channel_id) in alarmed
+            slot = _utc(slots[d.post_id])
+            for copy in found:
+                ahead = (datetime.fromisoformat(copy["created_at"]) - slot).total_seconds()
+                tally.earliest = ahead if tally.earliest is None else min(tally.earliest, ahead)
+                if ahead < -EARLY_TOLERANCE:
+                    tally.early += 1
+                    tally.problems.append(
+                        f"post {d.post_id} part {part.idx} on {strategy}: copy {copy['id']} created "
+                        f"{-ahead:.3f} s before the slot"
+                    )
             if found and part.key and strategy != "none":
                 keys = {c["key"] or c["idempotency_key"] for c in found}
                 if keys != {part.key}:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.chaos.oracle import STRATEGY_NAME, Tally
+from tests.chaos.oracle import EARLY_TOLERANCE, STRATEGY_NAME, Tally
 from tests.chaos.run import Run, totals
 
 COLUMNS = (
@@ -25,6 +25,7 @@ COLUMNS = (
     "recovered",
     "held (landed)",
     "failed",
+    "early",
     "dup alarmed",
     "p50 s",
     "p95 s",
@@ -37,7 +38,7 @@ def _seconds(value: float | None) -> str:
 
 
 def _row(run: Run, tally: Tally) -> list[str]:
-    alarmed = f"{tally.duplicate_alarmed}/{tally.duplicate_deliveries}" if tally.duplicate_deliveries else "-"
+    alarmed = f"{tally.duplicate_parts_alarmed}/{tally.duplicate_parts}" if tally.duplicate_parts else "-"
     return [
         run.scenario.name,
         str(tally.deliveries),
@@ -51,6 +52,7 @@ def _row(run: Run, tally: Tally) -> list[str]:
         str(tally.recovered),
         f"{tally.held} ({tally.held_landed})",
         str(tally.failed),
+        str(tally.early),
         alarmed,
         _seconds(tally.percentile(50)),
         _seconds(tally.percentile(95)),
@@ -85,25 +87,52 @@ class Report:
         for strategy, label in STRATEGY_NAME.items():
             rows = [_row(r, r.classified.tallies[strategy]) for r in self.runs if r.classified is not None]
             lines += ["", f"### {label} (sandbox-{strategy})", "", *_table(rows)]
-        recall = self.recall()
-        lines += ["", f"read_back duplicate detection recall: {recall}", ""]
-        notes = [f"* {r.scenario.name}: {why}" for r in self.runs for why in r.skipped.values()]
+        lines += [
+            "",
+            f"read_back duplicate detection recall: {self.recall()}",
+            f"duplicated parts on native_key and none: {self.strict_duplicates()}",
+            f"early copies (created more than {EARLY_TOLERANCE * 1000:.0f} ms before their slot): {self.early()}",
+            "",
+        ]
+        notes = [f"* {r.scenario.name}: {r.skip_reason}" for r in self.runs if r.skip_reason]
+        notes += [f"* {r.scenario.name}: {why}" for r in self.runs for why in r.skipped.values()]
+        notes += [
+            f"* {r.scenario.name}: worker clock skews (s, in start order): "
+            + ", ".join(f"{skew:+.3f}" for skew in r.clock_skews)
+            for r in self.runs
+            if r.clock_skews
+        ]
         notes += [
             f"* {r.scenario.name}: process exits not caused by the harness: {r.crashes}" for r in self.runs if r.crashes
         ]
-        notes += [f"* {r.scenario.name}: NOT SETTLED within the wait" for r in self.runs if not r.settled]
+        notes += [
+            f"* {r.scenario.name}: NOT SETTLED within the wait"
+            for r in self.runs
+            if not r.settled and not r.skip_reason
+        ]
         if notes:
             lines += ["Notes:", *notes, ""]
         return lines
 
+    def _tallies(self, strategy: str) -> list[Tally]:
+        return [r.classified.tallies[strategy] for r in self.runs if r.classified is not None]
+
     def recall(self) -> str:
-        found = alarmed = 0
-        for run in self.runs:
-            if run.classified is not None:
-                tally = run.classified.tallies["readback"]
-                found += tally.duplicate_deliveries
-                alarmed += tally.duplicate_alarmed
-        return f"{alarmed}/{found} ({alarmed / found:.0%})" if found else "no duplicate happened (0/0)"
+        """Duplicated read_back parts whose (post, channel) herald raised a duplicate alarm for."""
+        found = sum(t.duplicate_parts for t in self._tallies("readback"))
+        alarmed = sum(t.duplicate_parts_alarmed for t in self._tallies("readback"))
+        if not found:
+            return "no duplicate happened (0/0)"
+        return f"{alarmed}/{found} duplicated parts alarmed ({alarmed / found:.1%})"
+
+    def strict_duplicates(self) -> int:
+        return sum(t.duplicated for strategy in ("native", "none") for t in self._tallies(strategy))
+
+    def early(self) -> str:
+        tallies = [t for strategy in STRATEGY_NAME for t in self._tallies(strategy)]
+        earliest = [t.earliest for t in tallies if t.earliest is not None]
+        first = f"; the earliest copy was created {min(earliest):+.3f} s from its slot" if earliest else ""
+        return f"{sum(t.early for t in tallies)}{first}"
 
     def render(self) -> str:
         head = f"chaos runs, seed {self.seed}, scale {self.scale}; histories in {self.history_dir}"
@@ -111,7 +140,7 @@ class Report:
 
     def markdown(self) -> str:
         backend = sorted({f"{r.backend} + {r.redis} Redis" for r in self.runs})
-        posts = sum(r.posts for r in self.runs)
+        posts = sum(r.posts for r in self.runs if not r.skip_reason)
         minutes = sum(r.wall_seconds for r in self.runs) / 60
         per_fault = self._exposure()
         return "\n".join(
@@ -126,7 +155,8 @@ class Report:
                 f"* backend: {', '.join(backend)}",
                 f"* seed: {self.seed}; scale: {self.scale}; {posts} posts in {len(self.runs)} runs, "
                 f"{minutes:.1f} minutes of runs",
-                "* timings: lease 3 s, grace 2 s, call timeout 1.5 s, tick 1 s, backoff 0.2–2 s, 6 attempts; 4 workers",
+                "* timings: lease 3 s, grace 2 s, call timeout 1.5 s, tick 1 s, backoff 0.2–2 s, 6 attempts, "
+                "read-back settle 10 s; 4 workers",
                 f"* reproduce: `make chaos SEED={self.seed}` (one scenario: "
                 f"`.venv/bin/pytest -m chaos tests/chaos --chaos-scale {self.scale} --seed {self.seed} -k NAME`)",
                 "",
@@ -141,8 +171,11 @@ class Report:
                 "and herald neither held nor failed it; `unexp` copies no post asked for; `recovered`",
                 "parts with an attempt in doubt (an attempts-log row `recover`) that ended with one copy;",
                 "`held (landed)` parts held for a person (of which the platform holds a copy); `failed`",
-                "terminal; `dup alarmed` read_back deliveries with a duplicate that herald's duplicate",
-                "alarm caught; p50/p95/p99 slot → confirmed (deliveries.confirmed_at − posts.scheduled_at).",
+                f"terminal; `early` copies the platform created more than {EARLY_TOLERANCE * 1000:.0f} ms before their",
+                "post's slot (the platform's clock against the slot; the tolerance covers reading two",
+                "clocks at two instants); `dup alarmed` duplicated parts whose post and channel got",
+                "herald's duplicate alarm, of all duplicated parts (the recall of the read-back sweep);",
+                "p50/p95/p99 slot → confirmed (deliveries.confirmed_at − posts.scheduled_at).",
                 *self.tables(),
                 self.last_line(),
                 "",
@@ -163,12 +196,17 @@ class Report:
                 "",
                 "## What these runs do not show",
                 "",
-                "* **Worker clock skew is not injected.** On SQLite (the embedded default, and what ran",
-                "  here) the database's clock *is* the machine's clock, which every process on it shares:",
-                "  there is no second clock to skew, and `faketime` is not installed. Under PostgreSQL",
-                "  `DatabaseClock` reads the server's `clock_timestamp()`, so a skewed worker clock would",
-                "  only move the measured offset; that needs workers on other machines (or libfaketime)",
-                "  to test, and it was not faked here.",
+                "* **clock_skew** shifts each worker process's wall clock (`time_machine`, started by",
+                "  `tests/chaos/entry.py`: `time.time` and `datetime.now` move, `time.monotonic` does not),",
+                "  rq's scheduler included, which runs in a child of the worker. It runs on PostgreSQL",
+                "  only: SQLite has no server, its clock is read in the calling process",
+                '  (`core/clock.py`), so a skewed worker skews its own "database" clock and the run would',
+                "  prove nothing. The reconciler and the sandbox platform keep the true clock.",
+                "* **search_lag**: the platform's search shows a post only some seconds after storing it,",
+                "  so herald's read-back before a resend can miss a copy whose answer was lost, and resend:",
+                "  read_back duplicates become possible, and the recall of the read-back sweep (which reads",
+                "  every part back on every tick for `readback_settle_seconds` after the confirmation) is",
+                "  measured. The chaos runs use a 10 s settle window; the default is 300 s.",
                 "* **forgotten_keys** shortens the sandbox-native adapter's `key_ttl` to 2 s in that run's",
                 "  workers (`tests/chaos/entry.py`; the adapter has no setting for it) and lets the sandbox",
                 "  forget keys after 2.5 s: herald must stop trusting a key older than `key_ttl`. A",
@@ -186,6 +224,9 @@ class Report:
     def _exposure(self) -> list[str]:
         out = []
         for run in self.runs:
+            if run.skip_reason:
+                out.append(f"{run.scenario.name}: not run — {run.skip_reason}")
+                continue
             faults = ", ".join(f"{k} ×{v}" for k, v in sorted(run.faults.items())) or "platform faults only"
             out.append(f"{run.scenario.name}: {run.posts} posts — {run.scenario.title} ({faults})")
         return out

@@ -19,7 +19,7 @@ from core.states import PostStatus
 from tests.chaos.cluster import CHANNELS, TIMINGS, Cluster
 from tests.chaos.history import History
 from tests.chaos.oracle import Classified, classify
-from tests.chaos.scenarios import FORGET_AFTER, SHORT_KEY_TTL, Injectors, Scenario
+from tests.chaos.scenarios import FORGET_AFTER, SHORT_KEY_TTL, Injectors, Scenario, draw_skews, skip_reason
 
 #: Seconds to wait for every post to settle after the last slot.
 SETTLE_TIMEOUT = 120.0
@@ -42,6 +42,10 @@ class Run:
     redis: str = ""
     settled: bool = False
     wall_seconds: float = 0.0
+    #: Why the scenario did not run on this setup (nothing else is filled in then).
+    skip_reason: str = ""
+    #: Each worker's wall-clock shift, in the order workers take them (clock_skew).
+    clock_skews: tuple[float, ...] = ()
 
     @property
     def process_faults(self) -> int:
@@ -81,12 +85,19 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
     rng = random.Random(f"{seed}:{scenario.name}")
     history = History(workdir / f"history-{scenario.name}.jsonl")
     run = Run(scenario, seed, posts, rate, history.path)
+    run.skip_reason = skip_reason(scenario)
+    if run.skip_reason:
+        history.write("skipped", seed=seed, scenario=scenario.name, why=run.skip_reason)
+        history.close()
+        return run
+    run.clock_skews = draw_skews(rng) if scenario.clock_skew else ()
     cluster = Cluster(
         workdir / scenario.name,
         history,
         workers=workers,
         reconcilers=scenario.reconcilers,
         worker_env={"HERALD_CHAOS_NATIVE_KEY_TTL": str(SHORT_KEY_TTL)} if scenario.short_key_ttl else {},
+        worker_skews=run.clock_skews,
     )
     started = time.monotonic()
     injectors: Injectors | None = None
@@ -107,6 +118,7 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
             redis=run.redis,
             native_key_ttl=SHORT_KEY_TTL if scenario.short_key_ttl else None,
             forget_keys_after=FORGET_AFTER if scenario.short_key_ttl else None,
+            clock_skews=list(run.clock_skews) or None,
             replay=f"make chaos SEED={seed}  (or pytest -m chaos tests/chaos --seed {seed} -k {scenario.name})",
         )
         if scenario.sandbox:
@@ -183,11 +195,13 @@ def totals(runs: list[Run]) -> dict[str, Any]:
     """The last line's figures over every run."""
     out: Counter[str] = Counter()
     for run in runs:
+        if run.skip_reason:
+            continue
         out["posts"] += run.posts
         out["faults"] += run.process_faults
         if run.classified:
             for tally in run.classified.tallies.values():
                 out["faults"] += sum(tally.platform_faults.values())
-                for name in ("lost", "duplicated", "unexpected", "held"):
+                for name in ("lost", "duplicated", "unexpected", "held", "early"):
                     out[name] += getattr(tally, name)
     return dict(out)
