@@ -79,10 +79,14 @@ class RedisBackend:
         if self.shared:
             token = uuid.uuid4().hex
             for index in range(1, 16):
-                client = Redis.from_url(self.shared, db=index)
+                # The URL's own /N wins over a db= argument (it would always be index 0 of
+                # HERALD_REDIS_URL, and the run would then use index 1 unclaimed): put the
+                # index in the URL, as the integration fixture does.
+                url = urlsplit(self.shared)._replace(path=f"/{index}").geturl()
+                client = Redis.from_url(url)
                 try:
                     if client.dbsize() == 0 and client.set("herald:chaos-session", token, nx=True):
-                        self.url = urlsplit(self.shared)._replace(path=f"/{index}").geturl()
+                        self.url = url
                         return
                 finally:
                     client.close()
