@@ -72,12 +72,13 @@ class RedisBackend:
     def __init__(self) -> None:
         self.shared = os.environ.get("HERALD_REDIS_URL", "")
         self._server: Any = None
+        self._token = ""
         self._port = 0
         self.url = ""
 
     def start(self) -> None:
         if self.shared:
-            token = uuid.uuid4().hex
+            token = self._token = uuid.uuid4().hex
             for index in range(1, 16):
                 # The URL's own /N wins over a db= argument (it would always be index 0 of
                 # HERALD_REDIS_URL, and the run would then use index 1 unclaimed): put the
@@ -126,12 +127,21 @@ class RedisBackend:
         """FLUSHDB of the run's own database (created or claimed empty for it)."""
         client = Redis.from_url(self.url, socket_timeout=5)
         try:
-            client.flushdb()
+            if self.shared and self._token:
+                # One transaction: an index that looked empty for an instant could be
+                # claimed by another session (tests, benchmarks) sharing this Redis.
+                with client.pipeline(transaction=True) as pipe:
+                    pipe.flushdb()
+                    pipe.set("herald:chaos-session", self._token)
+                    pipe.execute()
+            else:
+                client.flushdb()
         finally:
             client.close()
 
     def stop(self) -> None:
         if self.shared and self.url:
+            self._token = ""  # the last flush gives the index back
             with contextlib.suppress(Exception):
                 self.flush()
         self.down()
