@@ -37,8 +37,8 @@ class Settings:
     call_timeout: float = 10.0
     #: Seconds between reconciler ticks.
     tick_seconds: float = 60.0
-    #: Seconds after its confirmation during which a read_back delivery is read back on
-    #: every tick: a platform's search may show a second copy only some time after it.
+    #: Seconds after its last attempt during which a read_back delivery is read back on
+    #: every tick: a platform's search may show a copy only some time after it was made.
     readback_settle_seconds: float = 300.0
     #: Seconds past its slot after which an unpublished, unheld delivery raises an alarm.
     missed_after: float = 120.0

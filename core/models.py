@@ -178,7 +178,11 @@ class Attempt(Base):
     """The attempts log: one row per platform call (or decision not to call)."""
 
     __tablename__ = "attempts"
-    __table_args__ = (Index("ix_attempts_post_id", "post_id"),)
+    __table_args__ = (
+        Index("ix_attempts_post_id", "post_id"),
+        # The read-back sweep re-reads every delivery with an attempt in its settle window.
+        Index("ix_attempts_started_at", "started_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from sqlalchemy import Select, func, select
 
-from core.models import Alarm, Delivery, Post
+from core.models import Alarm, Attempt, Delivery, Post
 from core.states import ACTIVE_DELIVERY, DeliveryStatus, PostStatus
 
 #: Posts the queue should be carrying: their slot is due, or comes before the next tick.
@@ -71,11 +71,16 @@ def recent_confirmations(since: datetime, channel_ids: list[int]) -> Select[int]
     )
 
 
-def settling_confirmations(since: datetime, channel_ids: list[int]) -> Select[int]:
-    """Deliveries on ``channel_ids`` confirmed since ``since``, seen by a read-back or not:
-    the settle window in which a late-indexed second copy may still appear
-    (ix_deliveries_confirmed_at)."""
-    return select(Delivery.id).where(Delivery.confirmed_at >= since, Delivery.channel_id.in_(channel_ids))
+def settling_deliveries(since: datetime, channel_ids: list[int]) -> Select[int]:
+    """Deliveries on ``channel_ids`` with an attempt started since ``since``, whatever
+    their state: the settle window in which a copy an attempt made may still appear in a
+    lagging search (ix_attempts_started_at)."""
+    return (
+        select(Attempt.delivery_id)
+        .join(Delivery, Delivery.id == Attempt.delivery_id)
+        .where(Attempt.started_at >= since, Delivery.channel_id.in_(channel_ids))
+        .distinct()
+    )
 
 
 def open_alarms() -> Select[Alarm]:

@@ -4,11 +4,13 @@ copy – a duplicate that no write of ours could have prevented on a read_back p
 
 A platform's search lags behind its writes: a copy accepted while herald's answer was
 lost may only become visible seconds or minutes after herald sent (and confirmed) the
-next one. So the sweep does not stop at the first sighting: every confirmed delivery on
-a searchable channel is read back again on each tick while its confirmation is younger
-than ``readback_settle_seconds``, and every part of it is looked up, not only the first.
-The cost of a tick is the confirmations of that window (one indexed range) times their
-parts – bounded by the publish rate, never by the size of the table.
+next one. So the sweep does not stop at the first sighting: every delivery on a
+searchable channel with an attempt in the last ``readback_settle_seconds`` is read back
+again on each tick, whatever its state (published, waiting to retry, held, failed), and
+every part of it is looked up, not only the first. The window is counted back from the
+*previous* tick's start, so a delivery is read back at least once more after its window
+has passed however long the ticks take. A tick's cost is the attempts of that window (one
+indexed range) times their parts: bounded by the publish rate, never by the table's size.
 """
 
 from __future__ import annotations
@@ -84,14 +86,16 @@ def _duplicate_detail(delivery: Delivery, counts: list[int]) -> str:
     return f"a read-back found {', '.join(doubled)} on {delivery.channel.name}"
 
 
-def sweep(now: datetime, timeout: float, settle: float) -> tuple[int, int]:
-    """Read back recent confirmations and open duplicates. Returns (seen, duplicates raised).
+def sweep(now: datetime, timeout: float, settle: float, previous: datetime | None = None) -> tuple[int, int]:
+    """Read back recent deliveries and open duplicates. Returns (seen, duplicates raised).
 
     Args:
         now: the database's instant.
         timeout: hard timeout of one platform call.
-        settle: seconds after its confirmation during which a delivery is read back on
-            every sweep, seen or not (a late-indexed second copy shows up in it).
+        settle: seconds after an attempt during which its delivery is read back on every
+            sweep, seen or not (a late-indexed copy shows up in it).
+        previous: when the previous sweep started; the settle window is counted back
+            from it (default: ``now``).
     """
     seen = raised = 0
     channels = searchable_channels()
@@ -99,7 +103,8 @@ def sweep(now: datetime, timeout: float, settle: float) -> tuple[int, int]:
         return 0, 0
     with db.reading() as s:
         ids = set(s.execute(queries.recent_confirmations(now - WINDOW, channels)).scalars())
-        ids |= set(s.execute(queries.settling_confirmations(now - timedelta(seconds=settle), channels)).scalars())
+        since = min(now, previous or now) - timedelta(seconds=settle)
+        ids |= set(s.execute(queries.settling_deliveries(since, channels)).scalars())
         open_duplicates = {
             (a.post_id, a.channel_id): a
             for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.DUPLICATE)).scalars()

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core import db
@@ -59,13 +59,20 @@ def tick(clock: Clock | None = None, cfg: Settings | None = None) -> TickReport:
     clock = clock or DatabaseClock(db.engine())
     started = time.perf_counter()
     now = clock.now()
+    previous = _last_tick()
     armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg)))
-    seen, duplicates = readback.sweep(now, cfg.call_timeout, cfg.readback_settle_seconds)
+    seen, duplicates = readback.sweep(now, cfg.call_timeout, cfg.readback_settle_seconds, previous)
     raised, resolved = alarms.check_missed_slots(now, cfg.missed_after)
     report = TickReport(now, armed, raised, resolved, seen, duplicates, (time.perf_counter() - started) * 1000)
     _record(report)
     log.info("tick: armed %s, alarms +%s -%s, read back %s", armed, raised, resolved, seen)
     return report
+
+
+def _last_tick() -> datetime | None:
+    """When the previous tick (this reconciler's or another's) started."""
+    with db.reading() as s:
+        return s.execute(select(Tick.at).where(Tick.name == NAME)).scalar_one_or_none()
 
 
 def _record(report: TickReport) -> None:

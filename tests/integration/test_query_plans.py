@@ -27,11 +27,11 @@ QUERIES = {
     "overdue_posts": queries.overdue_posts(NOW),
     "active_deliveries": queries.active_deliveries([1, 2, 3]),
     "recent_confirmations": queries.recent_confirmations(NOW, [1, 2]),
-    "settling_confirmations": queries.settling_confirmations(NOW, [1, 2]),
+    "settling_deliveries": queries.settling_deliveries(NOW, [1, 2]),
     "open_alarms": queries.open_alarms(),
     "oldest_unclaimed_due": queries.oldest_unclaimed_due(NOW),
 }
-WATCHED = ("posts", "deliveries", "alarms")
+WATCHED = ("posts", "deliveries", "alarms", "attempts")
 
 
 def plan(statement: Select[object]) -> list[str]:

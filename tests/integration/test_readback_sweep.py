@@ -1,4 +1,4 @@
-"""The read-back sweep (§14): every part, and again while a confirmation settles."""
+"""The read-back sweep (§14): every part, and again while a delivery's last attempt settles."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_every_part_of_a_thread_is_read_back_not_only_the_first(
     assert _duplicate_alarms() == ["a read-back found 2 copies of part 2 on r1"]
 
 
-def test_a_confirmation_older_than_the_settle_window_is_no_longer_read_back(
+def test_a_delivery_whose_last_attempt_left_the_settle_window_is_no_longer_read_back(
     channels: dict[str, str], platform: Sandbox, sandbox_url: str
 ) -> None:
     post_id = create_post(channels=[channels["readback"]], parts=["settled"])
@@ -88,11 +88,28 @@ def test_a_confirmation_older_than_the_settle_window_is_no_longer_read_back(
     key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
     assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)
     _second_copy(sandbox_url, "settled", key)
-
     later = _now() + timedelta(seconds=SETTLE + 1)
 
-    assert readback.sweep(later, 5.0, SETTLE) == (0, 0)  # seen once, settled: left alone
-    assert _duplicate_alarms() == []
+    # One more look when the previous sweep started inside the window, however long ago...
+    assert readback.sweep(later, 5.0, SETTLE, previous=_now()) == (1, 1)
+    # ...and none once the previous sweep, too, started after it.
+    assert readback.sweep(later, 5.0, SETTLE, previous=later) == (0, 0)
+
+
+def test_a_delivery_not_confirmed_yet_is_read_back_too(
+    channels: dict[str, str], platform: Sandbox, sandbox_url: str
+) -> None:
+    # The platform stores the post and answers 500; its search lags, so the resend that
+    # follows would see nothing: the copies pile up while the delivery waits to retry.
+    platform.faults(error_after_accept=1.0, times=1, strategies=["readback"])
+    post_id = create_post(channels=[channels["readback"]], parts=["in doubt"])
+    drain()
+    delivery = describe_post(post_id)["deliveries"][0]
+    assert delivery["status"] == "retry_wait"
+    _second_copy(sandbox_url, "in doubt", delivery["parts"][0]["key"])
+
+    assert readback.sweep(_now(), 5.0, SETTLE) == (1, 1)
+    assert _duplicate_alarms() == ["a read-back found 2 copies of part 1 on r1"]
 
 
 def test_native_and_none_deliveries_are_not_read_back(channels: dict[str, str], platform: Sandbox) -> None:
