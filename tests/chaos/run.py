@@ -132,12 +132,13 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
             return [pid for slot, pid in list(recent) if now - 1.0 <= slot <= now + 0.5]
 
         injectors = Injectors(cluster, history, rng, due_now)
-        t0 = time.time() + LEAD + 1.0
+        lead = scenario.lead or LEAD
+        t0 = time.time() + lead + 1.0
         injectors.start(scenario.injectors, mixed=scenario.name == "mixed")
         created = 0
         for i, (channels, parts) in enumerate(plan):
             slot = t0 + i / rate
-            pause = slot - LEAD - time.time()
+            pause = slot - lead - time.time()
             if pause > 0:
                 time.sleep(pause)
             post_id = _create(channels, parts, slot, history)

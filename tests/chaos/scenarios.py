@@ -42,6 +42,8 @@ class Scenario:
     short_key_ttl: bool = False
     #: Workers run with their wall clocks shifted (SKEWS, drawn from the run's seed).
     clock_skew: bool = False
+    #: Seconds before its slot each post is created (None: run.LEAD).
+    lead: float | None = None
     #: At full scale it runs as many posts as the mixed run (a fault type of its own,
     #: measured on at least 3,000 posts).
     long: bool = False
@@ -147,10 +149,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "clock_skew",
         "each worker's wall clock shifted (one lease+grace+3–8 s ahead, one 20–40 s behind, two within "
-        "±2 s); rq's scheduler handed to the next worker every 8–15 s",
+        "±2 s); rq's scheduler handed to the next worker every 8–15 s; posts created 20 s ahead, so a "
+        "scheduler running ahead starts jobs well before their slot",
         {},
         ("scheduler_handover",),
         clock_skew=True,
+        lead=20.0,
         long=True,
     ),
     Scenario(
