@@ -8,10 +8,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from core.models import Account, AccountStatus, Approval, Channel, Post
+from core.models import AccountStatus, Approval
 from core.states import Reason
+
+
+class PostFacts(Protocol):
+    """What admission reads of a post (a loaded row, or the claim's own read of it)."""
+
+    @property
+    def approval(self) -> Approval: ...
+    @property
+    def parts(self) -> list[dict[str, Any]]: ...
+    @property
+    def not_before(self) -> datetime | None: ...
+
+
+class ChannelFacts(Protocol):
+    @property
+    def connected(self) -> bool: ...
+
+
+class AccountFacts(Protocol):
+    @property
+    def status(self) -> AccountStatus: ...
+    @property
+    def emergency_stop(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -42,9 +65,9 @@ def media_ready(parts: list[dict[str, Any]]) -> bool:
 
 
 def admit(
-    post: Post,
-    channel: Channel,
-    account: Account,
+    post: PostFacts,
+    channel: ChannelFacts,
+    account: AccountFacts,
     *,
     global_stop: bool,
     now: datetime,

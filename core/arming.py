@@ -20,17 +20,19 @@ the claim's job, not rq's.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from redis.exceptions import RedisError
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from sqlalchemy import Connection
 
 from core import db
 from core.clock import Clock, DatabaseClock
 from core.config import settings
-from core.models import Post
+from core.ledger import statements as sql
 from core.queue import post_queue
 from core.states import DeliveryStatus, PostStatus
 
@@ -44,9 +46,38 @@ def job_id(post_id: int) -> str:
     return f"post-{post_id}"
 
 
-def due_at(post: Post, now: datetime, grace: float) -> datetime | None:
+@dataclass(frozen=True)
+class Timing:
+    """What arming reads of a post: its state, lease and times, and its deliveries' times."""
+
+    status: PostStatus
+    scheduled_at: datetime
+    not_before: datetime | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    #: (status, next_attempt_at) of each delivery; read only when the post is active.
+    deliveries: tuple[tuple[DeliveryStatus, datetime | None], ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.status in (PostStatus.SCHEDULED, PostStatus.PUBLISHING)
+
+
+def read_timing(conn: Connection, post_id: int) -> Timing | None:
+    """The post's timing in one query, and its deliveries' in a second only when it is active."""
+    row = conn.execute(sql.POST_TIMING, {"b_post": post_id}).one_or_none()
+    if row is None:
+        return None
+    timing = Timing(*row)
+    if not timing.active:
+        return timing  # a done post – every post its own job just published – costs one query
+    deliveries = conn.execute(sql.DELIVERY_TIMES, {"b_post": post_id})
+    return replace(timing, deliveries=tuple((status, at) for status, at in deliveries))
+
+
+def due_at(post: Timing, now: datetime, grace: float) -> datetime | None:
     """When the post next needs a job to run, or None when nothing is left to do."""
-    if post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+    if not post.active:
         return None
     if post.lease_owner is not None and post.lease_expires_at is not None:
         # Someone holds it. If they die, their lease goes stale at this instant.
@@ -57,17 +88,17 @@ def due_at(post: Post, now: datetime, grace: float) -> datetime | None:
     # Holds are decided by the claim, which records them; arming only picks the time.
     floor = max(post.scheduled_at, post.not_before or post.scheduled_at)
     times: list[datetime] = []
-    for d in post.deliveries:
-        if d.status is DeliveryStatus.SENDING:
+    for status, next_attempt_at in post.deliveries:
+        if status is DeliveryStatus.SENDING:
             times.append(now)  # its attempt died with the lease: re-drive
-        elif d.status is DeliveryStatus.PENDING:
-            times.append(max(floor, d.next_attempt_at or floor))
-        elif d.status is DeliveryStatus.RETRY_WAIT and d.next_attempt_at is not None:
-            times.append(d.next_attempt_at)
+        elif status is DeliveryStatus.PENDING:
+            times.append(max(floor, next_attempt_at or floor))
+        elif status is DeliveryStatus.RETRY_WAIT and next_attempt_at is not None:
+            times.append(next_attempt_at)
     return min(times) if times else None
 
 
-def lease_is_stale(post: Post, now: datetime, grace: float) -> bool:
+def lease_is_stale(post: Timing, now: datetime, grace: float) -> bool:
     return post.lease_expires_at is not None and post.lease_expires_at + timedelta(seconds=grace) < now
 
 
@@ -81,17 +112,15 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
     """
     cfg = settings()
     clock = clock or DatabaseClock(db.engine())
-    with db.reading() as s:
-        # Deliveries load (lazily) only when due_at needs them: a post that is done –
-        # every post its own job just published – costs one query, not two.
-        post = s.get(Post, post_id)
-        if post is None:
-            return None
-        now = clock.now()
-        when = due_at(post, now, cfg.grace_seconds)
-        abandoned = lease_is_stale(post, now, cfg.grace_seconds) or (
-            post.lease_owner is None and when is not None and when <= now
-        )
+    with db.peeking() as conn:
+        post = read_timing(conn, post_id)
+    if post is None:
+        return None
+    now = clock.now()
+    when = due_at(post, now, cfg.grace_seconds)
+    abandoned = lease_is_stale(post, now, cfg.grace_seconds) or (
+        post.lease_owner is None and when is not None and when <= now
+    )
     try:
         return _arm_job(post_id, when, now, abandoned)
     except RedisError as exc:

@@ -9,13 +9,14 @@ busy timeout cannot wait out.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import DateTime, Dialect, Engine, create_engine, event
+from sqlalchemy import Connection, DateTime, Dialect, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -123,3 +124,81 @@ def reading() -> Iterator[Session]:
     with maker() as session:
         session.connection(execution_options={"herald_read": True})
         yield session
+
+
+_held = threading.local()
+
+#: A held connection idle for longer than this is not trusted without the pool's ping:
+#: the database may have restarted during a slow platform call.
+HELD_IDLE = 1.0
+
+
+@contextmanager
+def holding() -> Iterator[None]:
+    """Keep one pooled connection for this thread while the block runs (one job).
+
+    Every :func:`writing` and :func:`peeking` of the thread in the block reuses it while
+    it was used within :data:`HELD_IDLE` seconds, so a quick publish checks a connection
+    out (and pings it) once, not once per transaction.
+    """
+    if getattr(_held, "conn", None) is not None:
+        yield
+        return
+    with engine().connect() as conn:
+        _held.conn, _held.used = conn, time.monotonic()
+        try:
+            yield
+        finally:
+            _held.conn = None
+
+
+@contextmanager
+def _connection() -> Iterator[Connection]:
+    held: Connection | None = getattr(_held, "conn", None)
+    if (
+        held is not None
+        and not held.closed
+        and not held.invalidated
+        and not held.in_transaction()
+        and time.monotonic() - _held.used < HELD_IDLE
+    ):
+        try:
+            yield held
+        finally:
+            _held.used = time.monotonic()
+        return
+    with engine().connect() as conn:
+        yield conn
+
+
+@contextmanager
+def writing() -> Iterator[Connection]:
+    """A write transaction on a bare connection, for the publish path's hot statements.
+
+    The ORM's unit of work costs several times a Core statement; the ledger's fenced
+    writes know exactly which rows they change, so they skip it.
+    """
+    with _connection() as conn, conn.begin():
+        yield conn
+
+
+@contextmanager
+def peeking() -> Iterator[Connection]:
+    """A read on a bare connection, outside any write lock.
+
+    On SQLite it opens a deferred transaction (no write lock); on PostgreSQL it runs
+    without one (autocommit), saving the BEGIN and ROLLBACK round trips.
+    """
+    with _connection() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execution_options(herald_read=True)
+        else:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            yield conn
+        finally:
+            conn.rollback()  # ends the read (a no-op round trip-free under autocommit)
+            if conn.dialect.name == "sqlite":
+                conn.execution_options(herald_read=False)
+            else:
+                conn.execution_options(isolation_level=conn.default_isolation_level)

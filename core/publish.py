@@ -19,8 +19,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import select
-
 from core import db, ledger, plugins
 from core.adapter import Adapter, PublishContext, Published
 from core.backoff import retry_delay
@@ -36,7 +34,7 @@ from core.errors import (
     Rejected,
 )
 from core.ledger import Claim, DeliveryPlan, PartPlan
-from core.models import Post
+from core.ledger import statements as sql
 from core.states import DeliveryStatus, PostStatus, Reason, Strategy
 from core.transport import call_platform, http_client
 from threads.chain import reply_targets
@@ -69,10 +67,10 @@ def worker_name() -> str:
 def publish_post(post_id: int) -> str:
     """The rq job: publish every due delivery of one post. Returns what it did, in words."""
     cfg = settings()
-    with db.reading() as s:
+    with db.peeking() as conn:
         # Two columns, not the whole row: this runs for every job, and most leave here
         # or go on to the claim, which loads the post again under the lease.
-        row = s.execute(select(Post.status, Post.scheduled_at).where(Post.id == post_id)).one_or_none()
+        row = conn.execute(sql.POST_SLOT, {"b_post": post_id}).one_or_none()
     if row is None:
         return "no such post"
     status, slot = row
@@ -101,41 +99,91 @@ def _run_claim(claim: Claim, cfg: Settings) -> str:
     # 'sending', so the lease goes stale and the re-drive waits out the grace window
     # rather than spinning on the same error.
     with Heartbeat(claim, cfg) as heartbeat:
-        futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat) for plan in claim.plans]
-        outcomes = [f.result() for f in futures]
+        # Channels in parallel; the first runs on this thread, saving a hand-off.
+        first, *rest = claim.plans
+        futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat) for plan in rest]
+        outcomes = [_send_delivery(claim, first, cfg, heartbeat), *(f.result() for f in futures)]
     return ", ".join(outcomes)
 
 
 class Heartbeat:
-    """Renews the lease every third of its length while the claim's calls run."""
+    """Renews the lease every third of its length while the claim's calls run.
+
+    One thread per process (:class:`_Beats`) beats for every claim in flight: starting
+    and joining a thread per job would cost more than the job's own writes.
+    """
 
     def __init__(self, claim: Claim, cfg: Settings) -> None:
         self._claim = claim
         self._cfg = cfg
-        self._stop = threading.Event()
+        self.every = cfg.lease_seconds / 3
+        #: Held while a beat runs, so leaving waits for one in flight.
+        self.busy = threading.Lock()
         #: Set when a renewal found the lease gone – superseded by a newer claim (the
         #: attempt must stop) or already given back by the claim's last write.
         self.fenced = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        _beats.add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        _beats.discard(self)
+        with self.busy:  # no renewal of this claim runs after it ends
+            pass
 
     def beat(self) -> None:
         if not ledger.renew_lease(self._claim.post_id, self._claim.fence, clock().now(), self._cfg.lease_seconds):
             self.fenced.set()
 
+    def beat_quietly(self) -> None:
+        try:
+            self.beat()
+        except Exception:  # a failed renewal is retried at the next beat
+            log.exception("post %s: lease renewal failed", self._claim.post_id)
+
+
+class _Beats:
+    """The process's heartbeat thread: each registered claim is renewed every ``every`` seconds."""
+
+    def __init__(self) -> None:
+        self._due: dict[Heartbeat, float] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, hb: Heartbeat) -> None:
+        with self._changed:
+            self._due[hb] = time.monotonic() + hb.every
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def discard(self, hb: Heartbeat) -> None:
+        with self._changed:
+            self._due.pop(hb, None)
+
     def _run(self) -> None:
-        while not self._stop.wait(self._cfg.lease_seconds / 3):
-            try:
-                self.beat()
-            except Exception:  # a failed renewal is retried at the next beat
-                log.exception("post %s: lease renewal failed", self._claim.post_id)
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [hb for hb, at in self._due.items() if at <= now]
+                if not due:
+                    wait = min(self._due.values(), default=now + 60.0) - now
+                    self._changed.wait(wait)
+                    continue
+                for hb in due:
+                    self._due[hb] = now + hb.every
+                    hb.busy.acquire()
+            for hb in due:
+                try:
+                    if hb in self._due:  # not ended meanwhile
+                        hb.beat_quietly()
+                finally:
+                    hb.busy.release()
+
+
+_beats = _Beats()
 
 
 def _call(fn: Callable[[PublishContext], T], ctx: PublishContext, timeout: float) -> T:

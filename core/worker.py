@@ -13,6 +13,7 @@ from typing import Any
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
+from core import db
 from core.arming import arm
 from core.queue import connection, post_queue
 
@@ -26,8 +27,10 @@ class HeraldWorker(SimpleWorker):
     fence make running jobs in the worker's own process safe."""
 
     def perform_job(self, job: Job, queue: Queue) -> bool:
-        ok: bool = super().perform_job(job, queue)
-        if job.func_name == PUBLISH_FUNC:
+        if job.func_name != PUBLISH_FUNC:
+            return bool(super().perform_job(job, queue))
+        with db.holding():  # one connection for the job's reads and writes, and the re-arm
+            ok: bool = super().perform_job(job, queue)
             post_id = int(job.args[0])
             try:
                 arm(post_id)

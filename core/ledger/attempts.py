@@ -18,21 +18,28 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.orm import Session
 
 from core import db
 from core.adapter import Published
 from core.admission import Admit, Hold, Wait, admit
 from core.errors import FencedOut
 from core.keys import delivery_key
-from core.models import Account, Attempt, Delivery, DeliveryPart, Post, Publication, Switch
+from core.ledger import statements as sql
+from core.models import (
+    AccountStatus,
+    Approval,
+    Channel,
+    Delivery,
+    Post,
+    Publication,
+)
 from core.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 
 log = logging.getLogger(__name__)
 
-GLOBAL_STOP = "emergency_stop"
+GLOBAL_STOP = sql.GLOBAL_STOP
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,50 @@ class Claim:
     revision: int
     plans: tuple[DeliveryPlan, ...] = field(default_factory=tuple)
 
+    def plan(self, delivery_id: int) -> DeliveryPlan:
+        return next(p for p in self.plans if p.delivery_id == delivery_id)
+
 
 # -- the claim -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PostRow:
+    """What the claim's compare-and-set returns of the post (admission reads it too)."""
+
+    fence: int
+    status: PostStatus
+    scheduled_at: datetime
+    revision: int
+    account_id: int
+    approval: Approval
+    parts: list[dict[str, Any]]
+    not_before: datetime | None
+
+
+@dataclass(frozen=True)
+class _AccountRow:
+    status: AccountStatus
+    emergency_stop: bool
+
+
+@dataclass
+class _DeliveryRow:
+    """A delivery as the claim reads it: one joined query with its channel and parts."""
+
+    id: int
+    channel_id: int
+    status: DeliveryStatus
+    next_attempt_at: datetime | None
+    attempts: int
+    platform: str
+    settings: dict[str, Any]
+    connected: bool
+    #: One row of the claim's joined read per part, in order.
+    parts: list[Any] = field(default_factory=list)
+
+    def state(self) -> DeliveryState:
+        return DeliveryState(self.status, sum(p.state is PartState.PUBLISHED for p in self.parts))
 
 
 def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: float) -> Claim | None:
@@ -89,45 +138,60 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
         The claim with its plans, or None when another worker holds a live lease or the
         post is not in a publishable state.
     """
-    with db.transaction() as s:
-        fence = s.execute(
-            update(Post)
-            .where(
-                Post.id == post_id,
-                Post.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]),
-                (Post.lease_owner.is_(None)) | (Post.lease_expires_at < now - timedelta(seconds=grace)),
-            )
-            .values(
-                fence=Post.fence + 1,
-                lease_owner=worker,
-                lease_expires_at=now + timedelta(seconds=lease),
-                updated_at=now,
-            )
-            .returning(Post.fence)
-            .execution_options(synchronize_session=False)
-        ).scalar_one_or_none()
-        if fence is None:
+    with db.writing() as conn:
+        row = conn.execute(
+            sql.CLAIM,
+            {
+                "b_post": post_id,
+                "b_stale_before": now - timedelta(seconds=grace),
+                "b_worker": worker,
+                "b_expires": now + timedelta(seconds=lease),
+                "b_now": now,
+            },
+        ).one_or_none()
+        if row is None:
             return None
-        post = _load_post(s, post_id)
-        global_stop = _global_stop(s)
-        plans = []
-        for delivery in post.deliveries:
-            if not _due(post, delivery, now):
-                continue
-            decision = admit(post, delivery.channel, _account(s, post), global_stop=global_stop, now=now)
+        post = _PostRow(*row)
+        deliveries, account, global_stop = _load_deliveries(conn, post_id)
+        plans: list[DeliveryPlan] = []
+        for delivery in (d for d in deliveries if _due(post, d, now)):
+            decision = admit(post, delivery, account, global_stop=global_stop, now=now)
             if isinstance(decision, Hold):
-                move(delivery, DeliveryStatus.HELD, decision.reason)
+                _set_status(conn, delivery.id, delivery.status, DeliveryStatus.HELD, decision.reason)
+                delivery.status = DeliveryStatus.HELD
             elif isinstance(decision, Wait):
+                conn.execute(
+                    update(Delivery)
+                    .where(Delivery.id == delivery.id)
+                    .values(status=DeliveryStatus.PENDING, next_attempt_at=decision.until)
+                )
                 delivery.status = DeliveryStatus.PENDING
-                delivery.next_attempt_at = decision.until
             else:
                 assert isinstance(decision, Admit)
-                plans.append(_prepare(s, post, delivery, fence, worker, now))
-        post.status = summarize((delivery_state(d) for d in post.deliveries), claimed=True)
-        return Claim(post_id, fence, worker, post.scheduled_at, post.revision, tuple(plans))
+                check_transition(delivery.status, DeliveryStatus.SENDING)
+                plans.append(_plan(post_id, post, delivery, now))
+                delivery.status = DeliveryStatus.SENDING
+        _prepare(conn, post_id, post, plans, worker, now)
+        status = summarize((d.state() for d in deliveries), claimed=True)
+        if status is not post.status:
+            conn.execute(update(Post).where(Post.id == post_id).values(status=status))
+        return Claim(post_id, post.fence, worker, post.scheduled_at, post.revision, tuple(plans))
 
 
-def _due(post: Post, delivery: Delivery, now: datetime) -> bool:
+def _load_deliveries(conn: Connection, post_id: int) -> tuple[list[_DeliveryRow], _AccountRow, bool]:
+    """The post's deliveries with their channels and parts, its account, and the global stop: one query."""
+    deliveries: dict[int, _DeliveryRow] = {}
+    account, global_stop = _AccountRow(AccountStatus.ACTIVE, False), False
+    for r in conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id}):
+        d = deliveries.get(r.id)
+        if d is None:
+            d = deliveries[r.id] = _DeliveryRow(*r[:8])
+            account, global_stop = _AccountRow(r.account_status, r.emergency_stop), bool(r.global_stop)
+        d.parts.append(r)
+    return list(deliveries.values()), account, global_stop
+
+
+def _due(post: _PostRow, delivery: _DeliveryRow, now: datetime) -> bool:
     if delivery.status is DeliveryStatus.SENDING:
         return True  # the attempt that set it died: re-drive
     if delivery.status not in (DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT):
@@ -137,50 +201,76 @@ def _due(post: Post, delivery: Delivery, now: datetime) -> bool:
     return delivery.next_attempt_at is None or delivery.next_attempt_at <= now
 
 
-def _prepare(s: Session, post: Post, delivery: Delivery, fence: int, worker: str, now: datetime) -> DeliveryPlan:
-    parts = delivery.parts
-    start = next(p.idx for p in parts if p.state is not PartState.PUBLISHED)
-    first = parts[start]
-    in_doubt = first.state is PartState.SENDING
-    if not in_doubt:
-        # §4: the key and 'sending' are committed before the first platform call.
-        first.key = delivery_key(post.id, delivery.channel_id, post.scheduled_at, post.revision, first.idx)
-        first.state = PartState.SENDING
-        first.attempt_started_at = now
-    move(delivery, DeliveryStatus.SENDING)
-    delivery.attempts += 1
-    delivery.claimed_at = delivery.claimed_at or now
-    s.add(
-        Attempt(
-            post_id=post.id,
-            delivery_id=delivery.id,
-            part_idx=first.idx,
-            fence=fence,
-            worker=worker,
-            action="recover" if in_doubt else "send",
-            started_at=now,
-        )
-    )
-    return DeliveryPlan(
-        delivery_id=delivery.id,
-        channel_id=delivery.channel_id,
-        platform=delivery.channel.platform,
-        settings=dict(delivery.channel.settings),
-        parts=tuple(
+def _plan(post_id: int, post: _PostRow, delivery: _DeliveryRow, now: datetime) -> DeliveryPlan:
+    """The job's view of an admitted delivery, its first unpublished part as ``sending``."""
+    rows = delivery.parts
+    start = next(i for i, p in enumerate(rows) if p.state is not PartState.PUBLISHED)
+    in_doubt = rows[start].state is PartState.SENDING
+    parts = []
+    for i, p in enumerate(rows):
+        key = delivery_key(post_id, delivery.channel_id, post.scheduled_at, post.revision, p.idx)
+        fresh = i == start and not in_doubt
+        parts.append(
             PartPlan(
                 idx=p.idx,
                 text=p.text,
                 media=tuple(str(m.get("url", "")) for m in p.media),
-                state=p.state,
-                key=p.key or delivery_key(post.id, delivery.channel_id, post.scheduled_at, post.revision, p.idx),
-                attempt_started_at=p.attempt_started_at,
+                state=PartState.SENDING if fresh else p.state,
+                key=key if fresh else p.key or key,
+                attempt_started_at=now if fresh else p.attempt_started_at,
                 platform_id=p.platform_id,
             )
-            for p in parts
-        ),
+        )
+    return DeliveryPlan(
+        delivery_id=delivery.id,
+        channel_id=delivery.channel_id,
+        platform=delivery.platform,
+        settings=dict(delivery.settings),
+        parts=tuple(parts),
         start=start,
         in_doubt=in_doubt,
-        attempts=delivery.attempts,
+        attempts=delivery.attempts + 1,
+    )
+
+
+def _prepare(
+    conn: Connection, post_id: int, post: _PostRow, plans: list[DeliveryPlan], worker: str, now: datetime
+) -> None:
+    """§4: each admitted delivery's key and ``sending`` (and its attempt row), one statement per table."""
+    if not plans:
+        return
+    fresh = [p for p in plans if not p.in_doubt]
+    if fresh:
+        conn.execute(
+            sql.PART_SENDING,
+            [
+                {
+                    "b_delivery": p.delivery_id,
+                    "b_idx": p.parts[p.start].idx,
+                    "b_key": p.parts[p.start].key,
+                    "b_now": now,
+                }
+                for p in fresh
+            ],
+        )
+    conn.execute(
+        sql.DELIVERY_SENDING,
+        [{"b_delivery": p.delivery_id, "b_attempts": p.attempts, "b_now": now} for p in plans],
+    )
+    conn.execute(
+        sql.ATTEMPT,
+        [
+            _attempt(
+                post_id,
+                post.fence,
+                worker,
+                p.delivery_id,
+                p.parts[p.start].idx,
+                "recover" if p.in_doubt else "send",
+                now,
+            )
+            for p in plans
+        ],
     )
 
 
@@ -188,33 +278,27 @@ def _prepare(s: Session, post: Post, delivery: Delivery, fence: int, worker: str
 
 
 @contextmanager
-def fenced(post_id: int, fence: int, now: datetime, lease: float) -> Iterator[Session]:
+def fenced(post_id: int, fence: int, now: datetime, lease: float) -> Iterator[Connection]:
     """A transaction that first proves ``fence`` is still current (and renews the lease).
 
     Raises:
         FencedOut: a newer claim holds the post; nothing is written.
     """
-    with db.transaction() as s:
-        result: CursorResult[Any] = s.execute(  # type: ignore[assignment]
-            update(Post)
-            .where(Post.id == post_id, Post.fence == fence)
-            .values(lease_expires_at=now + timedelta(seconds=lease))
-            .execution_options(synchronize_session=False)
+    with db.writing() as conn:
+        result = conn.execute(
+            sql.FENCE, {"b_post": post_id, "b_fence": fence, "b_expires": now + timedelta(seconds=lease)}
         )
         if result.rowcount == 0:
             log.warning("post %s: attempt with fence %s was fenced out; recording nothing", post_id, fence)
             raise FencedOut(f"post {post_id}: fence {fence} superseded")
-        yield s
+        yield conn
 
 
 def renew_lease(post_id: int, fence: int, now: datetime, lease: float) -> bool:
     """Heartbeat: extend the lease; False when the attempt was fenced out or has released it."""
-    with db.transaction() as s:
-        result: CursorResult[Any] = s.execute(  # type: ignore[assignment]
-            update(Post)
-            .where(Post.id == post_id, Post.fence == fence, Post.lease_owner.is_not(None))
-            .values(lease_expires_at=now + timedelta(seconds=lease))
-            .execution_options(synchronize_session=False)
+    with db.writing() as conn:
+        result = conn.execute(
+            sql.RENEW, {"b_post": post_id, "b_fence": fence, "b_expires": now + timedelta(seconds=lease)}
         )
         return bool(result.rowcount)
 
@@ -237,31 +321,53 @@ def part_published(
     Returns:
         True when another part of the delivery is now ``sending`` and should be sent.
     """
-    with fenced(claim.post_id, claim.fence, now, lease) as s:
-        delivery = s.get_one(Delivery, delivery_id)
-        parts = delivery.parts
-        part = parts[part_idx]
-        part.state = PartState.PUBLISHED
-        part.platform_id = result.platform_id
-        part.url = result.url
-        part.published_at = now
-        _end_attempt(s, claim, delivery_id, now, "adopted" if adopted else "published")
-        if adopted:
-            delivery.first_seen_at = delivery.first_seen_at or now
-        more = part_idx + 1 < len(parts)
+    plan = claim.plan(delivery_id)
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        conn.execute(
+            sql.PART_PUBLISHED,
+            {
+                "b_delivery": delivery_id,
+                "b_idx": part_idx,
+                "b_platform_id": result.platform_id,
+                "b_url": result.url,
+                "b_now": now,
+            },
+        )
+        _end_attempt(conn, claim, delivery_id, now, "adopted" if adopted else "published")
+        more = part_idx + 1 < len(plan.parts)
         if more:
-            nxt = parts[part_idx + 1]
-            nxt.key = delivery_key(claim.post_id, delivery.channel_id, claim.slot, claim.revision, nxt.idx)
-            nxt.state = PartState.SENDING
-            nxt.attempt_started_at = now
-            s.add(_attempt(claim, delivery_id, nxt.idx, "send", now))
+            nxt = plan.parts[part_idx + 1]
+            conn.execute(
+                sql.PART_SENDING, {"b_delivery": delivery_id, "b_idx": nxt.idx, "b_key": nxt.key, "b_now": now}
+            )
+            conn.execute(
+                sql.ATTEMPT, _attempt(claim.post_id, claim.fence, claim.worker, delivery_id, nxt.idx, "send", now)
+            )
         else:
-            move(delivery, DeliveryStatus.PUBLISHED)
-            delivery.reason = None
-            delivery.detail = None
-            delivery.confirmed_at = now
-            record_publication(s, claim.post_id, delivery.channel_id, claim.slot, claim.revision, parts[0], now)
-        _finish(s, claim, now)
+            seen = now if adopted else None
+            if not conn.execute(
+                sql.DELIVERY_PUBLISHED, {"b_delivery": delivery_id, "b_now": now, "b_seen": seen}
+            ).rowcount:
+                # The row had moved on: the checked path refuses an illegal move.
+                _set_status(
+                    conn,
+                    delivery_id,
+                    DeliveryStatus.SENDING,
+                    DeliveryStatus.PUBLISHED,
+                    None,
+                    detail=None,
+                    confirmed_at=now,
+                    first_seen_at=func.coalesce(Delivery.first_seen_at, seen),
+                )
+            first = (
+                (result.platform_id, result.url)
+                if part_idx == 0
+                else conn.execute(sql.PART_PLATFORM_ID, {"b_delivery": delivery_id, "b_idx": plan.parts[0].idx}).one()
+            )
+            record_publication(
+                conn, claim.post_id, plan.channel_id, claim.slot, claim.revision, first[0] or "", first[1] or "", now
+            )
+        _finish(conn, claim, now)
         return more
 
 
@@ -283,21 +389,33 @@ def delivery_parked(
     to ``unsent``. With no ``next_attempt_at`` (retries exhausted) the delivery fails
     with ``platform_unavailable``, or is held ``ambiguous_outcome`` when a copy may exist.
     """
-    with fenced(claim.post_id, claim.fence, now, lease) as s:
-        delivery = s.get_one(Delivery, delivery_id)
-        part = delivery.parts[part_idx]
-        part.state = PartState.SENDING if in_doubt else PartState.UNSENT
-        _end_attempt(s, claim, delivery_id, now, "ambiguous" if in_doubt else "not_sent", detail)
-        delivery.detail = detail
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        _part_state(conn, delivery_id, part_idx, in_doubt)
+        _end_attempt(conn, claim, delivery_id, now, "ambiguous" if in_doubt else "not_sent", detail)
         if next_attempt_at is not None:
-            move(delivery, DeliveryStatus.RETRY_WAIT)
-            delivery.reason = reason
-            delivery.next_attempt_at = next_attempt_at
+            _set_status(
+                conn,
+                delivery_id,
+                DeliveryStatus.SENDING,
+                DeliveryStatus.RETRY_WAIT,
+                reason,
+                next_attempt_at=next_attempt_at,
+                detail=detail,
+            )
         elif in_doubt:
-            move(delivery, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME)
+            _set_status(
+                conn, delivery_id, DeliveryStatus.SENDING, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, detail=detail
+            )
         else:
-            move(delivery, DeliveryStatus.FAILED, Reason.PLATFORM_UNAVAILABLE)
-        _finish(s, claim, now)
+            _set_status(
+                conn,
+                delivery_id,
+                DeliveryStatus.SENDING,
+                DeliveryStatus.FAILED,
+                Reason.PLATFORM_UNAVAILABLE,
+                detail=detail,
+            )
+        _finish(conn, claim, now)
 
 
 def delivery_stopped(
@@ -319,34 +437,34 @@ def delivery_stopped(
         in_doubt: keep the part ``sending`` (a copy may exist) rather than ``unsent``.
         disconnect: also mark the channel disconnected (credentials refused).
     """
-    with fenced(claim.post_id, claim.fence, now, lease) as s:
-        delivery = s.get_one(Delivery, delivery_id)
-        part = delivery.parts[part_idx]
-        part.state = PartState.SENDING if in_doubt else PartState.UNSENT
-        _end_attempt(s, claim, delivery_id, now, str(reason), detail)
-        move(delivery, status, reason)
-        delivery.detail = detail
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        _part_state(conn, delivery_id, part_idx, in_doubt)
+        _end_attempt(conn, claim, delivery_id, now, str(reason), detail)
+        _set_status(conn, delivery_id, DeliveryStatus.SENDING, status, reason, detail=detail)
         if disconnect:
-            delivery.channel.connected = False
-        _finish(s, claim, now)
+            conn.execute(
+                update(Channel).where(Channel.id == claim.plan(delivery_id).channel_id).values(connected=False)
+            )
+        _finish(conn, claim, now)
 
 
 def release(claim: Claim, now: datetime, lease: float) -> None:
     """Store the post's summary status and give the lease back (a claim with nothing to send)."""
     try:
-        with fenced(claim.post_id, claim.fence, now, lease) as s:
-            _finish(s, claim, now)
+        with fenced(claim.post_id, claim.fence, now, lease) as conn:
+            _finish(conn, claim, now)
     except FencedOut:
         pass
 
 
 def record_publication(
-    s: Session,
+    conn: Connection,
     post_id: int,
     channel_id: int,
     slot: datetime,
     revision: int,
-    part: DeliveryPart,
+    platform_id: str,
+    url: str,
     now: datetime,
 ) -> Publication:
     """Insert the publication row, or return the one already there (§4).
@@ -354,58 +472,46 @@ def record_publication(
     ``ON CONFLICT DO NOTHING RETURNING`` makes a second publish of the same
     (post, channel, slot, revision) a no-op that answers with the first outcome.
     """
-    insert = postgresql.insert if s.get_bind().dialect.name == "postgresql" else sqlite.insert
     values = {
         "post_id": post_id,
         "channel_id": channel_id,
         "slot": slot,
         "revision": revision,
-        "platform_id": part.platform_id,
-        "url": part.url,
+        "platform_id": platform_id,
+        "url": url,
         "created_at": now,
     }
-    new_id = s.execute(insert(Publication).values(**values).on_conflict_do_nothing().returning(Publication.id)).scalar()
+    new_id = conn.execute(sql.PUBLICATION[conn.dialect.name], values).scalar()
     if new_id is not None:
         return Publication(id=new_id, **values)
     log.warning("post %s channel %s: publication already recorded; keeping the first", post_id, channel_id)
-    return s.execute(
-        select(Publication).where(
-            Publication.post_id == post_id,
-            Publication.channel_id == channel_id,
-            Publication.slot == slot,
-            Publication.revision == revision,
-        )
-    ).scalar_one()
+    first = conn.execute(
+        sql.FIRST_PUBLICATION, {"b_post": post_id, "b_channel": channel_id, "b_slot": slot, "b_revision": revision}
+    ).one()
+    return Publication(**first._asdict())
 
 
 # -- shared pieces ----------------------------------------------------------------------------
 
 
-def _finish(s: Session, claim: Claim, now: datetime) -> None:
+def _finish(conn: Connection, claim: Claim, now: datetime) -> None:
     """Store the post's summary status, and give the lease back once nothing is sending.
 
     The release is decided here, inside the write that may be the claim's last, from the
     rows themselves: a delivery whose result is still waiting for its own commit is
     ``sending``, so no other delivery's commit can release the lease from under it.
     """
-    states = delivery_states(s, claim.post_id)  # flushes this transaction's changes first
-    values: dict[str, Any] = {"status": summarize(states, claimed=True), "updated_at": now}
-    if all(state.status is not DeliveryStatus.SENDING for state in states):
-        values.update(lease_owner=None, lease_expires_at=None)
-    s.execute(
-        update(Post).where(Post.id == claim.post_id).values(**values).execution_options(synchronize_session=False)
+    states = delivery_states(conn, claim.post_id)
+    release = all(state.status is not DeliveryStatus.SENDING for state in states)
+    conn.execute(
+        sql.POST_STATUS_RELEASED if release else sql.POST_STATUS,
+        {"b_post": claim.post_id, "b_status": summarize(states, claimed=True), "b_now": now},
     )
 
 
-def delivery_states(s: Session, post_id: int) -> list[DeliveryState]:
+def delivery_states(s: Session | Connection, post_id: int) -> list[DeliveryState]:
     """Every delivery's status and published parts, for :func:`summarize`, in one query."""
-    published = (DeliveryPart.delivery_id == Delivery.id) & (DeliveryPart.state == PartState.PUBLISHED)
-    rows = s.execute(
-        select(Delivery.status, func.count(DeliveryPart.id))
-        .outerjoin(DeliveryPart, published)
-        .where(Delivery.post_id == post_id)
-        .group_by(Delivery.id, Delivery.status)
-    )
+    rows = s.execute(sql.DELIVERY_STATES, {"b_post": post_id})
     return [DeliveryState(status, count) for status, count in rows]
 
 
@@ -421,41 +527,64 @@ def move(delivery: Delivery, new: DeliveryStatus, reason: Reason | None = None) 
         delivery.reason = reason
 
 
-def _attempt(claim: Claim, delivery_id: int, part_idx: int, action: str, now: datetime) -> Attempt:
-    return Attempt(
-        post_id=claim.post_id,
-        delivery_id=delivery_id,
-        part_idx=part_idx,
-        fence=claim.fence,
-        worker=claim.worker,
-        action=action,
-        started_at=now,
-    )
+def _set_status(
+    conn: Connection,
+    delivery_id: int,
+    expected: DeliveryStatus,
+    new: DeliveryStatus,
+    reason: Reason | None,
+    **values: Any,
+) -> None:
+    """Move a delivery the caller believes is ``expected`` to ``new`` (checked, §3).
+
+    The reason is always written (None clears it). One guarded UPDATE in the usual
+    case; only when the row had moved on is its status read, so an illegal move is
+    refused exactly as :func:`move` would.
+    """
+    check_transition(expected, new, reason)
+    values["reason"] = reason
+    changed = conn.execute(
+        update(Delivery).where(Delivery.id == delivery_id, Delivery.status == expected).values(status=new, **values)
+    ).rowcount
+    if changed:
+        return
+    current = conn.execute(select(Delivery.status).where(Delivery.id == delivery_id)).scalar_one()
+    check_transition(current, new, reason)
+    conn.execute(update(Delivery).where(Delivery.id == delivery_id).values(status=new, **values))
 
 
-def _end_attempt(s: Session, claim: Claim, delivery_id: int, now: datetime, outcome: str, error: str = "") -> None:
+def _part_state(conn: Connection, delivery_id: int, part_idx: int, in_doubt: bool) -> None:
+    state = PartState.SENDING if in_doubt else PartState.UNSENT
+    conn.execute(sql.PART_STATE, {"b_delivery": delivery_id, "b_idx": part_idx, "b_state": state})
+
+
+def _attempt(
+    post_id: int, fence: int, worker: str, delivery_id: int, part_idx: int, action: str, now: datetime
+) -> dict[str, Any]:
+    """An attempt row's values, for :data:`sql.ATTEMPT`."""
+    return {
+        "post_id": post_id,
+        "delivery_id": delivery_id,
+        "part_idx": part_idx,
+        "fence": fence,
+        "worker": worker,
+        "action": action,
+        "started_at": now,
+    }
+
+
+def _end_attempt(
+    conn: Connection, claim: Claim, delivery_id: int, now: datetime, outcome: str, error: str = ""
+) -> None:
     # A claim keeps at most one attempt of a delivery open: the next part's row is only
     # added after this one is closed.
-    s.execute(
-        update(Attempt)
-        .where(Attempt.delivery_id == delivery_id, Attempt.fence == claim.fence, Attempt.ended_at.is_(None))
-        .values(ended_at=now, outcome=outcome, error=error or None)
-        .execution_options(synchronize_session=False)
+    conn.execute(
+        sql.END_ATTEMPT,
+        {
+            "b_delivery": delivery_id,
+            "b_fence": claim.fence,
+            "b_now": now,
+            "b_outcome": outcome,
+            "b_error": error or None,
+        },
     )
-
-
-def _load_post(s: Session, post_id: int) -> Post:
-    return s.execute(
-        select(Post)
-        .where(Post.id == post_id)
-        .options(selectinload(Post.deliveries).selectinload(Delivery.parts))
-        .options(selectinload(Post.deliveries).selectinload(Delivery.channel))
-    ).scalar_one()
-
-
-def _account(s: Session, post: Post) -> Account:
-    return s.get_one(Account, post.account_id)
-
-
-def _global_stop(s: Session) -> bool:
-    return bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())

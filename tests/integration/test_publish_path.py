@@ -20,7 +20,7 @@ from core.channels import add_channel
 from core.config import Settings
 from core.controls import set_account_status, set_emergency_stop
 from core.errors import FencedOut
-from core.models import AccountStatus, DeliveryPart, Publication
+from core.models import AccountStatus, Publication
 from core.posts import approve_post, cancel_post, create_post, describe_post, reschedule_post
 from core.queue import post_queue
 from tests.integration.conftest import Sandbox, Workers, drain, wait_until
@@ -320,15 +320,12 @@ def test_a_second_publication_of_the_same_slot_and_revision_returns_the_first(ch
     post_id = create_post(channels=[channels["native"]], parts=["once"], at=now() + timedelta(hours=1))
     slot = now()
     with db.transaction() as s:
-        part = s.execute(select(DeliveryPart)).scalars().first()
-        assert part is not None
         channel_id = by_channel_id(s, post_id)
-        part.platform_id, part.url = "first", "http://x/first"
-        first = ledger.record_publication(s, post_id, channel_id, slot, 1, part, slot)
-        part.platform_id, part.url = "second", "http://x/second"
-        again = ledger.record_publication(s, post_id, channel_id, slot, 1, part, slot)
+        conn = s.connection()
+        first = ledger.record_publication(conn, post_id, channel_id, slot, 1, "first", "http://x/first", slot)
+        again = ledger.record_publication(conn, post_id, channel_id, slot, 1, "second", "http://x/second", slot)
         count = s.execute(select(func.count()).select_from(Publication)).scalar_one()
-    assert (again.id, again.platform_id) == (first.id, "first")
+    assert (again.id, again.platform_id, again.url) == (first.id, "first", "http://x/first")
     assert count == 1
 
 
