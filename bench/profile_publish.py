@@ -20,17 +20,18 @@ from collections import Counter
 
 #: (label, a frame function that must be on the stack), first match wins; order matters.
 CATEGORIES: list[tuple[str, str]] = [
-    ("claim: load post, deliveries, parts, channel (selectin)", "_load_post "),
-    ("claim: flush + commit", "SessionTransaction.commit "),
-    ("claim: the rest (CAS update, account, switch, attempt row)", "claim_post "),
-    ("result: _end_attempt (find the attempt row)", "_end_attempt "),
-    ("result: record_publication (insert + re-select)", "record_publication "),
-    ("result: _finish (post + summary query)", "_finish "),
-    ("result: flush + commit", "SessionTransaction.commit "),
-    ("result: the rest (fenced update, delivery + parts)", "part_published "),
+    ("claim: one joined read (deliveries, channels, parts, account, stop)", "_load_deliveries "),
+    ("claim: key + sending + attempt rows", "_prepare "),
+    ("claim: commit", "Transaction.commit "),
+    ("claim: the rest (CAS update, admission, plans)", "claim_post "),
+    ("result: _end_attempt", "_end_attempt "),
+    ("result: record_publication", "record_publication "),
+    ("result: _finish (summary query + post update)", "_finish "),
+    ("result: commit", "Transaction.commit "),
+    ("result: the rest (fenced update, part, delivery)", "part_published "),
     ("platform call (httpx, sandbox)", "call_platform "),
-    ("delivery thread: the rest", "_send_delivery "),
-    ("heartbeat thread start/join, waiting on futures", "_run_claim "),
+    ("delivery: the rest (context, adapter lookup)", "_send_delivery "),
+    ("heartbeat registration, waiting on futures", "_run_claim "),
     ("first read of the post (status, slot)", "publish_post "),
     ("re-arm after the job (core.arming.arm)", "arm "),
     ("rq: the worker's own per-job work", "BaseWorker.work "),
@@ -62,9 +63,9 @@ def summarize(path: str, markers: list[str]) -> tuple[Counter[str], int]:
             # The innermost listed function decides: commit under claim_post is the claim's.
             for label, function in CATEGORIES:
                 if any(f.startswith(function) for f in frames):
-                    if label.startswith("claim: flush") and not any(f.startswith("claim_post ") for f in frames):
+                    if label == "claim: commit" and not any(f.startswith("claim_post ") for f in frames):
                         continue
-                    if label.startswith("result: flush") and not any(f.startswith("part_published ") for f in frames):
+                    if label == "result: commit" and not any(f.startswith("part_published ") for f in frames):
                         continue
                     found[label] += n
                     break

@@ -40,6 +40,27 @@ def test_heartbeat_keeps_renewing_the_lease_while_the_attempt_runs(channels: dic
     assert not heartbeat.fenced.is_set()
 
 
+def test_one_heartbeat_thread_renews_every_claim_in_flight_and_stops_with_each(
+    channels: dict[str, str], herald: Settings
+) -> None:
+    cfg = herald.with_(lease_seconds=0.9, call_timeout=0.3, grace_seconds=0.5)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    first_id, second_id = (create_post(channels=[channels["native"]], parts=[text], at=later) for text in "ab")
+    first = ledger.claim_post(first_id, "w", datetime.now(UTC), cfg.lease_seconds, cfg.grace_seconds)
+    second = ledger.claim_post(second_id, "w", datetime.now(UTC), cfg.lease_seconds, cfg.grace_seconds)
+    assert first is not None and second is not None
+
+    with Heartbeat(first, cfg):
+        with Heartbeat(second, cfg):
+            time.sleep(1.5)
+        ended = lease_expiry(second_id)
+        time.sleep(1.0)
+        renewed = lease_expiry(first_id)
+    assert renewed > datetime.now(UTC)  # still renewed after the other claim ended
+    assert lease_expiry(second_id) == ended  # never renewed after its block ended
+    assert ended < datetime.now(UTC)
+
+
 def test_heartbeat_notices_when_a_newer_claim_fences_it_out(channels: dict[str, str], herald: Settings) -> None:
     post_id = create_post(channels=[channels["native"]], parts=["x"], at=datetime.now(UTC) - timedelta(seconds=1))
     cfg = herald.with_(lease_seconds=0.6, call_timeout=0.2, grace_seconds=0.3)
