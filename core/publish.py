@@ -87,7 +87,25 @@ def publish_post(post_id: int) -> str:
     claim = ledger.claim_post(post_id, worker_name(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
     if claim is None:
         return "claimed by another worker"
-    return _run_claim(claim, cfg)
+    outcome = _run_claim(claim, cfg)
+    if claim.published.is_set():
+        _settled.post_id = post_id
+    return outcome
+
+
+#: The post this thread's last job left ``published``, for :func:`settled`.
+_settled = threading.local()
+
+
+def settled(post_id: int) -> bool:
+    """Whether this thread's job for ``post_id`` ended with the post ``published``.
+
+    Such a post has nothing left to arm, so the worker skips its re-arm (a read and a
+    Redis round trip per publish). Reading it forgets it.
+    """
+    done: int | None = getattr(_settled, "post_id", None)
+    _settled.post_id = None
+    return done == post_id
 
 
 def _run_claim(claim: Claim, cfg: Settings) -> str:

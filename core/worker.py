@@ -2,7 +2,9 @@
 
 A running job is never cut short by arming (§7), and rq deletes a finished job's hash
 right after it returns – so a job cannot re-arm its own id. The worker does it instead,
-from the row, once rq has finished with the job.
+from the row, once rq has finished with the job – except after a job whose own committed
+write left the post ``published``: no action leads out of that state, so there is
+nothing to arm.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rq.job import Job
 
 from core import db
 from core.arming import arm
+from core.publish import settled
 from core.queue import connection, post_queue
 
 log = logging.getLogger(__name__)
@@ -32,6 +35,8 @@ class HeraldWorker(SimpleWorker):
         with db.holding():  # one connection for the job's reads and writes, and the re-arm
             ok: bool = super().perform_job(job, queue)
             post_id = int(job.args[0])
+            if settled(post_id):
+                return ok
             try:
                 arm(post_id)
             except Exception:  # the reconciler re-arms from the row

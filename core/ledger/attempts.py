@@ -12,7 +12,8 @@ claim waits for it; on SQLite ``BEGIN IMMEDIATE`` serialises writers outright.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -79,6 +80,10 @@ class Claim:
     slot: datetime
     revision: int
     plans: tuple[DeliveryPlan, ...] = field(default_factory=tuple)
+    #: Set once a write of this claim has committed the post as ``published``: every
+    #: delivery confirmed, a state no person's action leads out of, so nothing is left
+    #: to arm.
+    published: threading.Event = field(default_factory=threading.Event, compare=False)
 
     def plan(self, delivery_id: int) -> DeliveryPlan:
         return next(p for p in self.plans if p.delivery_id == delivery_id)
@@ -138,21 +143,27 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
         The claim with its plans, or None when another worker holds a live lease or the
         post is not in a publishable state.
     """
+    cas = {
+        "b_post": post_id,
+        "b_stale_before": now - timedelta(seconds=grace),
+        "b_worker": worker,
+        "b_expires": now + timedelta(seconds=lease),
+        "b_now": now,
+    }
     with db.writing() as conn:
-        row = conn.execute(
-            sql.CLAIM,
-            {
-                "b_post": post_id,
-                "b_stale_before": now - timedelta(seconds=grace),
-                "b_worker": worker,
-                "b_expires": now + timedelta(seconds=lease),
-                "b_now": now,
-            },
-        ).one_or_none()
-        if row is None:
-            return None
-        post = _PostRow(*row)
-        deliveries, account, global_stop = _load_deliveries(conn, post_id)
+        if _pg(conn):
+            rows = conn.execute(sql.CLAIM_ROWS_PG, cas).all()
+            if not rows:
+                return None  # every post has a delivery: the compare-and-set failed
+            post = _PostRow(*rows[0][:8])
+            deliveries, account, global_stop = _deliveries(rows, offset=8)
+        else:
+            row = conn.execute(sql.CLAIM, cas).one_or_none()
+            if row is None:
+                return None
+            post = _PostRow(*row)
+            rows = conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id}).all()
+            deliveries, account, global_stop = _deliveries(rows, offset=0)
         plans: list[DeliveryPlan] = []
         for delivery in (d for d in deliveries if _due(post, d, now)):
             decision = admit(post, delivery, account, global_stop=global_stop, now=now)
@@ -178,17 +189,22 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
         return Claim(post_id, post.fence, worker, post.scheduled_at, post.revision, tuple(plans))
 
 
-def _load_deliveries(conn: Connection, post_id: int) -> tuple[list[_DeliveryRow], _AccountRow, bool]:
-    """The post's deliveries with their channels and parts, its account, and the global stop: one query."""
+def _deliveries(rows: Sequence[Any], offset: int) -> tuple[list[_DeliveryRow], _AccountRow, bool]:
+    """The post's deliveries with their parts, its account, and the global stop, from
+    rows whose columns from ``offset`` on are :data:`sql.DELIVERY_ROWS`'s."""
     deliveries: dict[int, _DeliveryRow] = {}
     account, global_stop = _AccountRow(AccountStatus.ACTIVE, False), False
-    for r in conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id}):
+    for r in rows:
         d = deliveries.get(r.id)
         if d is None:
-            d = deliveries[r.id] = _DeliveryRow(*r[:8])
+            d = deliveries[r.id] = _DeliveryRow(*r[offset : offset + 8])
             account, global_stop = _AccountRow(r.account_status, r.emergency_stop), bool(r.global_stop)
         d.parts.append(r)
     return list(deliveries.values()), account, global_stop
+
+
+def _pg(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
 
 
 def _due(post: _PostRow, delivery: _DeliveryRow, now: datetime) -> bool:
@@ -236,40 +252,37 @@ def _plan(post_id: int, post: _PostRow, delivery: _DeliveryRow, now: datetime) -
 def _prepare(
     conn: Connection, post_id: int, post: _PostRow, plans: list[DeliveryPlan], worker: str, now: datetime
 ) -> None:
-    """§4: each admitted delivery's key and ``sending`` (and its attempt row), one statement per table."""
+    """§4: each admitted delivery's key and ``sending``, and its attempt row."""
     if not plans:
         return
-    fresh = [p for p in plans if not p.in_doubt]
-    if fresh:
-        conn.execute(
-            sql.PART_SENDING,
-            [
-                {
-                    "b_delivery": p.delivery_id,
-                    "b_idx": p.parts[p.start].idx,
-                    "b_key": p.parts[p.start].key,
-                    "b_now": now,
-                }
-                for p in fresh
-            ],
-        )
-    conn.execute(
-        sql.DELIVERY_SENDING,
-        [{"b_delivery": p.delivery_id, "b_attempts": p.attempts, "b_now": now} for p in plans],
-    )
+    rows: list[dict[str, Any]] = [
+        {
+            "b_delivery": p.delivery_id,
+            "b_idx": p.parts[p.start].idx,
+            "b_key": p.parts[p.start].key,
+            "b_fresh": not p.in_doubt,
+            "b_attempts": p.attempts,
+            "b_now": now,
+            "b_post": post_id,
+            "b_fence": post.fence,
+            "b_worker": worker,
+            "b_action": "recover" if p.in_doubt else "send",
+        }
+        for p in plans
+    ]
+    if _pg(conn):
+        conn.execute(sql.PREPARE_PG, rows)
+        return
+    # One statement per table, each over every admitted delivery.
+    if fresh := [r for r in rows if r["b_fresh"]]:
+        conn.execute(sql.PART_SENDING, fresh)
+    conn.execute(sql.DELIVERY_SENDING, rows)
+    actions = ("recover" if p.in_doubt else "send" for p in plans)
     conn.execute(
         sql.ATTEMPT,
         [
-            _attempt(
-                post_id,
-                post.fence,
-                worker,
-                p.delivery_id,
-                p.parts[p.start].idx,
-                "recover" if p.in_doubt else "send",
-                now,
-            )
-            for p in plans
+            _attempt(post_id, post.fence, worker, p.delivery_id, p.parts[p.start].idx, action, now)
+            for p, action in zip(plans, actions, strict=True)
         ],
     )
 
@@ -289,9 +302,13 @@ def fenced(post_id: int, fence: int, now: datetime, lease: float) -> Iterator[Co
             sql.FENCE, {"b_post": post_id, "b_fence": fence, "b_expires": now + timedelta(seconds=lease)}
         )
         if result.rowcount == 0:
-            log.warning("post %s: attempt with fence %s was fenced out; recording nothing", post_id, fence)
-            raise FencedOut(f"post {post_id}: fence {fence} superseded")
+            raise _fenced_out(post_id, fence)
         yield conn
+
+
+def _fenced_out(post_id: int, fence: int) -> FencedOut:
+    log.warning("post %s: attempt with fence %s was fenced out; recording nothing", post_id, fence)
+    return FencedOut(f"post {post_id}: fence {fence} superseded")
 
 
 def renew_lease(post_id: int, fence: int, now: datetime, lease: float) -> bool:
@@ -322,19 +339,32 @@ def part_published(
         True when another part of the delivery is now ``sending`` and should be sent.
     """
     plan = claim.plan(delivery_id)
-    with fenced(claim.post_id, claim.fence, now, lease) as conn:
-        conn.execute(
-            sql.PART_PUBLISHED,
-            {
-                "b_delivery": delivery_id,
-                "b_idx": part_idx,
-                "b_platform_id": result.platform_id,
-                "b_url": result.url,
-                "b_now": now,
-            },
-        )
-        _end_attempt(conn, claim, delivery_id, now, "adopted" if adopted else "published")
-        more = part_idx + 1 < len(plan.parts)
+    more = part_idx + 1 < len(plan.parts)
+    seen = now if adopted else None
+    values = {
+        "b_post": claim.post_id,
+        "b_fence": claim.fence,
+        "b_expires": now + timedelta(seconds=lease),
+        "b_delivery": delivery_id,
+        "b_idx": part_idx,
+        "b_platform_id": result.platform_id,
+        "b_url": result.url,
+        "b_now": now,
+        "b_outcome": "adopted" if adopted else "published",
+        "b_error": None,
+        "b_seen": seen,
+    }
+    with db.writing() as conn:
+        if _pg(conn) and not more:
+            fence_matched, moved = conn.execute(sql.PUBLISHED_PG, values).one()
+            if not fence_matched:
+                raise _fenced_out(claim.post_id, claim.fence)
+        else:
+            if not conn.execute(sql.FENCE, values).rowcount:
+                raise _fenced_out(claim.post_id, claim.fence)
+            conn.execute(sql.PART_PUBLISHED, values)
+            conn.execute(sql.END_ATTEMPT, values)
+            moved = None if more else conn.execute(sql.DELIVERY_PUBLISHED, values).rowcount
         if more:
             nxt = plan.parts[part_idx + 1]
             conn.execute(
@@ -344,10 +374,7 @@ def part_published(
                 sql.ATTEMPT, _attempt(claim.post_id, claim.fence, claim.worker, delivery_id, nxt.idx, "send", now)
             )
         else:
-            seen = now if adopted else None
-            if not conn.execute(
-                sql.DELIVERY_PUBLISHED, {"b_delivery": delivery_id, "b_now": now, "b_seen": seen}
-            ).rowcount:
+            if not moved:
                 # The row had moved on: the checked path refuses an illegal move.
                 _set_status(
                     conn,
@@ -367,8 +394,10 @@ def part_published(
             record_publication(
                 conn, claim.post_id, plan.channel_id, claim.slot, claim.revision, first[0] or "", first[1] or "", now
             )
-        _finish(conn, claim, now)
-        return more
+        status = _finish(conn, claim, now)
+    if status is PostStatus.PUBLISHED:  # committed
+        claim.published.set()
+    return more
 
 
 def delivery_parked(
@@ -494,7 +523,7 @@ def record_publication(
 # -- shared pieces ----------------------------------------------------------------------------
 
 
-def _finish(conn: Connection, claim: Claim, now: datetime) -> None:
+def _finish(conn: Connection, claim: Claim, now: datetime) -> PostStatus:
     """Store the post's summary status, and give the lease back once nothing is sending.
 
     The release is decided here, inside the write that may be the claim's last, from the
@@ -503,10 +532,12 @@ def _finish(conn: Connection, claim: Claim, now: datetime) -> None:
     """
     states = delivery_states(conn, claim.post_id)
     release = all(state.status is not DeliveryStatus.SENDING for state in states)
+    status = summarize(states, claimed=True)
     conn.execute(
         sql.POST_STATUS_RELEASED if release else sql.POST_STATUS,
-        {"b_post": claim.post_id, "b_status": summarize(states, claimed=True), "b_now": now},
+        {"b_post": claim.post_id, "b_status": status, "b_now": now},
     )
+    return status
 
 
 def delivery_states(s: Session | Connection, post_id: int) -> list[DeliveryState]:

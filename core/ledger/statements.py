@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from sqlalchemy import Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import Boolean, Table, bindparam, exists, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
@@ -47,8 +47,7 @@ DELIVERY_TIMES = select(deliveries.c.status, deliveries.c.next_attempt_at).where
 
 # -- the claim -----------------------------------------------------------------------
 
-#: The compare-and-set: b_post, b_stale_before, b_worker, b_expires, b_now.
-CLAIM = (
+_CAS = (
     update(posts)
     .where(
         posts.c.id == bindparam("b_post"),
@@ -63,42 +62,47 @@ CLAIM = (
         status=PostStatus.PUBLISHING,
         updated_at=bindparam("b_now"),
     )
-    .returning(
-        posts.c.fence,
-        posts.c.status,
-        posts.c.scheduled_at,
-        posts.c.revision,
-        posts.c.account_id,
-        posts.c.approval,
-        posts.c.parts,
-        posts.c.not_before,
-    )
+)
+_CLAIMED_COLUMNS = (
+    posts.c.fence,
+    posts.c.status,
+    posts.c.scheduled_at,
+    posts.c.revision,
+    posts.c.account_id,
+    posts.c.approval,
+    posts.c.parts,
+    posts.c.not_before,
+)
+
+#: The compare-and-set: b_post, b_stale_before, b_worker, b_expires, b_now.
+CLAIM = _CAS.returning(*_CLAIMED_COLUMNS)
+
+_DELIVERY_COLUMNS = (
+    deliveries.c.id,
+    deliveries.c.channel_id,
+    deliveries.c.status,
+    deliveries.c.next_attempt_at,
+    deliveries.c.attempts,
+    channels.c.platform,
+    channels.c.settings,
+    channels.c.connected,
+    parts.c.idx,
+    parts.c.text,
+    parts.c.media,
+    parts.c.state,
+    parts.c.key,
+    parts.c.attempt_started_at,
+    parts.c.platform_id,
+    # What admission needs besides: the post's account, and the global stop.
+    accounts.c.status.label("account_status"),
+    accounts.c.emergency_stop,
+    select(switches.c.on).where(switches.c.name == GLOBAL_STOP).scalar_subquery().label("global_stop"),
 )
 
 #: Every delivery of the post with its channel, one row per part, in order: b_post.
 #: Each row also carries the account's standing and the global stop, for admission.
 DELIVERY_ROWS = (
-    select(
-        deliveries.c.id,
-        deliveries.c.channel_id,
-        deliveries.c.status,
-        deliveries.c.next_attempt_at,
-        deliveries.c.attempts,
-        channels.c.platform,
-        channels.c.settings,
-        channels.c.connected,
-        parts.c.idx,
-        parts.c.text,
-        parts.c.media,
-        parts.c.state,
-        parts.c.key,
-        parts.c.attempt_started_at,
-        parts.c.platform_id,
-        # What admission needs besides: the post's account, and the global stop.
-        accounts.c.status.label("account_status"),
-        accounts.c.emergency_stop,
-        select(switches.c.on).where(switches.c.name == GLOBAL_STOP).scalar_subquery().label("global_stop"),
-    )
+    select(*_DELIVERY_COLUMNS)
     .join(channels, channels.c.id == deliveries.c.channel_id)
     .join(parts, parts.c.delivery_id == deliveries.c.id)
     .join(posts, posts.c.id == deliveries.c.post_id)
@@ -121,7 +125,7 @@ DELIVERY_SENDING = (
     .values(
         status=DeliveryStatus.SENDING,
         attempts=bindparam("b_attempts"),
-        claimed_at=func.coalesce(deliveries.c.claimed_at, bindparam("b_now")),
+        claimed_at=func.coalesce(deliveries.c.claimed_at, bindparam("b_now", type_=deliveries.c.claimed_at.type)),
     )
 )
 
@@ -229,3 +233,59 @@ POST_STATUS = (
 
 #: The post's summary, with the lease given back: b_post, b_status, b_now.
 POST_STATUS_RELEASED = POST_STATUS.values(lease_owner=None, lease_expires_at=None)
+
+
+# -- PostgreSQL: one round trip where SQLite needs several ---------------------------------
+#
+# Each statement is a round trip to a PostgreSQL server, and SQLite has no data-modifying
+# WITH. These run the same statements as above, joined by WITH: the claim's compare-and-set
+# with its read, the claim's three writes per delivery, and a result's four fenced writes.
+# The sub-statements share one snapshot; every write behind a fence is gated on the fence
+# update having matched, so a fenced-out write changes nothing (and is rolled back).
+
+_claimed = _CAS.returning(posts.c.id, *_CLAIMED_COLUMNS).cte("claimed")
+
+#: CLAIM and DELIVERY_ROWS at once; no row when the compare-and-set failed: as CLAIM.
+CLAIM_ROWS_PG = (
+    select(*(_claimed.c[c.key].label(f"post_{c.key}") for c in _CLAIMED_COLUMNS), *_DELIVERY_COLUMNS)
+    .select_from(
+        _claimed.join(deliveries, deliveries.c.post_id == _claimed.c.id)
+        .join(channels, channels.c.id == deliveries.c.channel_id)
+        .join(parts, parts.c.delivery_id == deliveries.c.id)
+        .join(accounts, accounts.c.id == _claimed.c.account_id)
+    )
+    .order_by(deliveries.c.id, parts.c.idx)
+)
+
+#: PART_SENDING (when b_fresh), DELIVERY_SENDING and the attempt row, per admitted delivery:
+#: b_delivery, b_idx, b_key, b_fresh, b_attempts, b_now, b_post, b_fence, b_worker, b_action.
+PREPARE_PG = (
+    insert(attempts)
+    .values(
+        post_id=bindparam("b_post"),
+        delivery_id=bindparam("b_delivery"),
+        part_idx=bindparam("b_idx"),
+        fence=bindparam("b_fence"),
+        worker=bindparam("b_worker"),
+        action=bindparam("b_action"),
+        started_at=bindparam("b_now"),
+    )
+    .add_cte(
+        PART_SENDING.where(bindparam("b_fresh", type_=Boolean)).returning(parts.c.id).cte("sending_part"),
+        DELIVERY_SENDING.returning(deliveries.c.id).cte("sending_delivery"),
+    )
+)
+
+_fence = FENCE.returning(posts.c.id).cte("fenced")
+_gate = exists(select(_fence.c.id))
+_published = DELIVERY_PUBLISHED.where(_gate).returning(deliveries.c.id).cte("published_delivery")
+
+#: FENCE, PART_PUBLISHED, END_ATTEMPT and DELIVERY_PUBLISHED of a delivery's last part;
+#: returns (fence matched, delivery moved): their parameters.
+PUBLISHED_PG = select(
+    select(func.count()).select_from(_fence).scalar_subquery().label("fenced"),
+    select(func.count()).select_from(_published).scalar_subquery().label("moved"),
+).add_cte(
+    PART_PUBLISHED.where(_gate).returning(parts.c.id).cte("published_part"),
+    END_ATTEMPT.where(_gate).returning(attempts.c.id).cte("ended_attempt"),
+)
