@@ -8,19 +8,26 @@ busy timeout cannot wait out.
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, DateTime, Dialect, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from core.config import settings
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -202,3 +209,26 @@ def peeking() -> Iterator[Connection]:
                 conn.execution_options(herald_read=False)
             else:
                 conn.execution_options(isolation_level=conn.default_isolation_level)
+
+
+def once_more_if_disconnected(write: Callable[P, T]) -> Callable[P, T]:
+    """Run ``write`` a second time, on a new connection, when its connection was dead.
+
+    A held connection is trusted for :data:`HELD_IDLE` seconds without the pool's ping,
+    so a database that restarted in that window fails the write with a disconnect. The
+    second try gets a pinged connection. It is only for the ledger's fenced writes, which
+    may safely run twice: when the first try did commit and only its answer was lost, the
+    second finds its work done (a repeated move is refused and logged, nothing changes).
+    """
+
+    @functools.wraps(write)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return write(*args, **kwargs)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            log.warning("%s: the database connection was lost (%s); trying once more", write.__name__, exc.orig)
+            return write(*args, **kwargs)
+
+    return wrapper

@@ -131,6 +131,7 @@ class _DeliveryRow:
         return DeliveryState(self.status, sum(p.state is PartState.PUBLISHED for p in self.parts))
 
 
+@db.once_more_if_disconnected
 def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: float) -> Claim | None:
     """Claim ``post_id`` and prepare every due delivery, in one committed transaction.
 
@@ -311,6 +312,7 @@ def _fenced_out(post_id: int, fence: int) -> FencedOut:
     return FencedOut(f"post {post_id}: fence {fence} superseded")
 
 
+@db.once_more_if_disconnected
 def renew_lease(post_id: int, fence: int, now: datetime, lease: float) -> bool:
     """Heartbeat: extend the lease; False when the attempt was fenced out or has released it."""
     with db.writing() as conn:
@@ -320,6 +322,7 @@ def renew_lease(post_id: int, fence: int, now: datetime, lease: float) -> bool:
         return bool(result.rowcount)
 
 
+@db.once_more_if_disconnected
 def part_published(
     claim: Claim,
     delivery_id: int,
@@ -400,6 +403,7 @@ def part_published(
     return more
 
 
+@db.once_more_if_disconnected
 def delivery_parked(
     claim: Claim,
     delivery_id: int,
@@ -447,6 +451,7 @@ def delivery_parked(
         _finish(conn, claim, now)
 
 
+@db.once_more_if_disconnected
 def delivery_stopped(
     claim: Claim,
     delivery_id: int,
@@ -477,6 +482,7 @@ def delivery_stopped(
         _finish(conn, claim, now)
 
 
+@db.once_more_if_disconnected
 def release(claim: Claim, now: datetime, lease: float) -> None:
     """Store the post's summary status and give the lease back (a claim with nothing to send)."""
     try:

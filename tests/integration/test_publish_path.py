@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from rq.job import Job
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from core import db, ledger
 from core.adapter import Published
@@ -314,6 +314,24 @@ def test_an_embargo_delays_the_post_until_not_before(channels: dict[str, str], p
     copies = platform.posts()
     assert len(copies) == 1
     assert datetime.fromisoformat(copies[0]["created_at"]) >= embargo
+
+
+def test_a_result_write_whose_held_connection_died_is_written_on_a_new_one(channels: dict[str, str]) -> None:
+    if db.engine().dialect.name != "postgresql":
+        pytest.skip("needs a database server that can end the job's session")
+    post_id = create_post(channels=[channels["native"]], parts=["survives"], at=now() - timedelta(seconds=1))
+    with db.holding():
+        claim = ledger.claim_post(post_id, "w", now(), 30, 5)
+        assert claim is not None
+        with db.peeking() as conn:
+            backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with db.engine().connect() as other:  # the server ends the job's session, as a restart would
+            assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}).scalar_one()
+        published = Published(platform_id="p-1", url="http://sandbox/p-1")
+        assert ledger.part_published(claim, claim.plans[0].delivery_id, 0, published, now(), 30) is False
+    post = describe_post(post_id)
+    assert post["status"] == "published"
+    assert post["deliveries"][0]["platform_id"] == "p-1"
 
 
 def test_a_second_publication_of_the_same_slot_and_revision_returns_the_first(channels: dict[str, str]) -> None:
