@@ -144,38 +144,48 @@ HELD_IDLE = 1.0
 def holding() -> Iterator[None]:
     """Keep one pooled connection for this thread while the block runs (one job).
 
-    Every :func:`writing` and :func:`peeking` of the thread in the block reuses it while
-    it was used within :data:`HELD_IDLE` seconds, so a quick publish checks a connection
-    out (and pings it) once, not once per transaction.
+    The connection is taken at the block's first :func:`writing` or :func:`peeking`, not
+    on entry, so a database that is down fails that statement (inside the job, where
+    failures are handled), never the worker around it. It is reused while it was used
+    within :data:`HELD_IDLE` seconds, and swapped for a freshly pinged one after that:
+    a quick publish checks a connection out (and pings it) once, not once per transaction.
     """
-    if getattr(_held, "conn", None) is not None:
+    if getattr(_held, "active", False):
         yield
         return
-    with engine().connect() as conn:
-        _held.conn, _held.used = conn, time.monotonic()
-        try:
-            yield
-        finally:
-            _held.conn = None
+    _held.active, _held.conn = True, None
+    try:
+        yield
+    finally:
+        _release_held()
+        _held.active = False
+
+
+def _release_held() -> None:
+    held: Connection | None = getattr(_held, "conn", None)
+    _held.conn = None
+    if held is not None:
+        held.close()
 
 
 @contextmanager
 def _connection() -> Iterator[Connection]:
-    held: Connection | None = getattr(_held, "conn", None)
-    if (
-        held is not None
-        and not held.closed
-        and not held.invalidated
-        and not held.in_transaction()
-        and time.monotonic() - _held.used < HELD_IDLE
-    ):
-        try:
-            yield held
-        finally:
-            _held.used = time.monotonic()
+    if not getattr(_held, "active", False):
+        with engine().connect() as conn:
+            yield conn
         return
-    with engine().connect() as conn:
-        yield conn
+    held: Connection | None = _held.conn
+    if held is not None and held.in_transaction():  # a nested use: a connection of its own
+        with engine().connect() as conn:
+            yield conn
+        return
+    if held is None or held.closed or held.invalidated or time.monotonic() - _held.used >= HELD_IDLE:
+        _release_held()
+        held = _held.conn = engine().connect()
+    try:
+        yield held
+    finally:
+        _held.used = time.monotonic()
 
 
 @contextmanager

@@ -139,7 +139,7 @@ class Report:
         return "\n".join([head, *self.tables(), self.last_line()])
 
     def markdown(self) -> str:
-        backend = sorted({f"{r.backend} + {r.redis} Redis" for r in self.runs})
+        backend = sorted({f"{r.backend} + {r.redis} Redis" for r in self.runs if r.backend})
         posts = sum(r.posts for r in self.runs if not r.skip_reason)
         minutes = sum(r.wall_seconds for r in self.runs) / 60
         per_fault = self._exposure()
@@ -186,13 +186,14 @@ class Report:
                 "  post was still unclaimed after the 120 s wait). Arming trusted a `started` job, and a",
                 "  `queued` job that rq had already moved out of the queue, whenever nobody held the lease.",
                 "  Reproductions: tests/chaos/test_reproductions.py.",
-                "* Open: overlapping claims with no fault injected. In the baseline run (seed 20260) posts",
-                "  4, 202 and 400 were claimed a second time (fence 2) 10–450 ms after fence 1's other",
-                "  deliveries committed, while fence 1's call on the last delivery was still in flight; the",
-                "  second claim found that part `sending` and treated it as in doubt (native resent with its",
-                "  key, read_back adopted, none held `ambiguous_outcome` though the copy had landed). No",
-                "  copy was lost or doubled, but a live lease was taken over: see the histories' attempt",
-                "  lines for those posts.",
+                "* Fixed (core/ledger/attempts.py): overlapping claims with no fault injected. In a",
+                "  baseline run (seed 20260) posts 4, 202 and 400 were claimed a second time (fence 2)",
+                "  while fence 1's call on their last delivery was still in flight: the countdown that",
+                "  let the last delivery to finish give the lease back was decided before that",
+                "  delivery's result had committed. Nothing was lost or doubled, but a live lease was",
+                "  taken over and `none` parts were held needlessly. The lease is now given back by the",
+                "  write that leaves no delivery `sending`, decided from the rows inside it; test",
+                "  `test_the_lease_is_kept_until_the_last_delivery_of_the_claim_has_committed`.",
                 "* Fixed (reconciler/readback.py): behind a lagging platform search the read-back sweep",
                 "  missed duplicates. It read back part 1 only, stopped at a delivery's first sighting and",
                 "  looked at confirmed deliveries only. After the first two were fixed, search_lag on",

@@ -181,7 +181,23 @@ def _create(channels: list[str], parts: list[str], slot: float, history: History
         except Exception as exc:  # the database may be locked by a fault: a person would try again
             history.write("create_retry", attempt=attempt, error=repr(exc))
             time.sleep(0.5)
+            # ...after looking whether it was created after all: a commit can land while
+            # its answer is lost with the connection, and a second post with the same
+            # text would make the oracle count each one's copy twice.
+            created = _created(parts, at)
+            if created is not None:
+                history.write("create_landed", attempt=attempt, post_id=created)
+                return created
     return None
+
+
+def _created(parts: list[str], at: datetime) -> int | None:
+    try:
+        with db.reading() as s:
+            rows = s.execute(select(Post.id, Post.parts).where(Post.scheduled_at == at)).all()
+    except Exception:  # still unreachable: try the create again
+        return None
+    return next((post_id for post_id, stored in rows if [p["text"] for p in stored] == parts), None)
 
 
 def _wait_for_ticks(n: int, timeout: float = 30.0) -> None:
