@@ -36,7 +36,7 @@ from sqlalchemy import create_engine, event, insert, select, text
 from sqlalchemy.engine import make_url
 
 from core import config, db, publish, schema
-from core.arming import JOB_TIMEOUT, job_id
+from core.arming import job_options
 from core.channels import add_channel
 from core.config import Settings
 from core.models import Account, Approval, Channel, Delivery, DeliveryPart, Post
@@ -301,14 +301,7 @@ def enqueue_now(post_ids: Sequence[int], queue: Queue | None = None) -> None:
     for start in range(0, len(post_ids), 1000):
         queue.enqueue_many(
             [
-                Queue.prepare_data(
-                    "core.publish.publish_post",
-                    args=(post_id,),
-                    job_id=job_id(post_id),
-                    timeout=JOB_TIMEOUT,
-                    result_ttl=0,
-                    failure_ttl=7 * 24 * 3600,
-                )
+                Queue.prepare_data("core.publish.publish_post", **job_options(post_id))
                 for post_id in post_ids[start : start + 1000]
             ]
         )
