@@ -26,7 +26,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -35,7 +35,7 @@ from rq import Queue
 from sqlalchemy import create_engine, event, insert, select, text
 from sqlalchemy.engine import make_url
 
-from core import config, db, publish, schema
+from core import config, db, pipeline, publish, schema
 from core.arming import job_options
 from core.channels import add_channel
 from core.config import Settings
@@ -319,7 +319,14 @@ def confirmed(post_ids: Sequence[int] | None = None) -> int:
 
 
 class Counter:
-    """Commits, rollbacks and SQL statements on herald's engine in this process."""
+    """Commits, rollbacks and SQL statements on herald's engine in this process.
+
+    Statements are counted as SQLAlchemy runs them, and as ``core.pipeline`` sends them
+    on PostgreSQL (which SQLAlchemy does not see).
+    """
+
+    #: Counters to tell of each statement sent in a pipeline.
+    _live: ClassVar[list[Counter]] = []
 
     def __init__(self) -> None:
         self.commits = self.rollbacks = self.statements = 0
@@ -327,6 +334,16 @@ class Counter:
         event.listen(engine, "commit", self._commit)
         event.listen(engine, "rollback", self._rollback)
         event.listen(engine, "before_cursor_execute", self._statement)
+        if not Counter._live:
+            send = pipeline.Pipeline.send
+
+            def counted(pipe: pipeline.Pipeline, *args: Any, **kwargs: Any) -> pipeline.Sent:
+                for counter in Counter._live:
+                    counter.statements += 1
+                return send(pipe, *args, **kwargs)
+
+            pipeline.Pipeline.send = counted  # type: ignore[method-assign]
+        Counter._live[:] = [self]
 
     def _commit(self, *_: Any) -> None:
         self.commits += 1

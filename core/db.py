@@ -142,13 +142,14 @@ HELD_IDLE = 1.0
 
 @contextmanager
 def holding() -> Iterator[None]:
-    """Keep one pooled connection for this thread while the block runs (one job).
+    """Keep one pooled connection for this thread while the block runs (a worker's jobs).
 
     The connection is taken at the block's first :func:`writing` or :func:`peeking`, not
     on entry, so a database that is down fails that statement (inside the job, where
     failures are handled), never the worker around it. It is reused while it was used
     within :data:`HELD_IDLE` seconds, and swapped for a freshly pinged one after that:
-    a quick publish checks a connection out (and pings it) once, not once per transaction.
+    jobs that follow each other quickly check a connection out (and ping it) once, not
+    once per transaction or per job.
     """
     if getattr(_held, "active", False):
         yield

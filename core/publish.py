@@ -1,7 +1,7 @@
 """The publish job: ``publish_post(post_id)`` (§6).
 
-One job per post. It reloads the row, waits out a slightly early start, claims the
-post (admission, keys and ``sending`` committed in the claim), then sends every
+One job per post. It claims the post (admission, keys and ``sending`` committed in the
+claim; a slightly early start waits for the slot and claims again), then sends every
 admitted delivery in parallel – one channel's failure never blocks another's – and
 records each outcome under the claim's fence. A heartbeat renews the lease meanwhile.
 """
@@ -34,8 +34,7 @@ from core.errors import (
     Rejected,
 )
 from core.ledger import Claim, DeliveryPlan, PartPlan
-from core.ledger import statements as sql
-from core.states import DeliveryStatus, PostStatus, Reason, Strategy
+from core.states import DeliveryStatus, Reason, Strategy
 from core.transport import call_platform, http_client
 from threads.chain import reply_targets
 
@@ -67,26 +66,17 @@ def worker_name() -> str:
 def publish_post(post_id: int) -> str:
     """The rq job: publish every due delivery of one post. Returns what it did, in words."""
     cfg = settings()
-    with db.peeking() as conn:
-        # Two columns, not the whole row: this runs for every job, and most leave here
-        # or go on to the claim, which loads the post again under the lease.
-        row = conn.execute(sql.POST_SLOT, {"b_post": post_id}).one_or_none()
-    if row is None:
-        return "no such post"
-    status, slot = row
-    if status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
-        return f"nothing to do: {status}"
-    early = (slot - clock().now()).total_seconds()
-    if early > cfg.early_tolerance:
-        return "early: re-armed for the slot"  # the worker re-arms from the row (core.worker)
-    if early > 0:
+    while True:
+        claim = ledger.claim_due_post(post_id, worker_name(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
+        if not isinstance(claim, ledger.Early):
+            break
+        early = (claim.slot - clock().now()).total_seconds()
+        if early > cfg.early_tolerance:
+            return "early: re-armed for the slot"  # the worker re-arms from the row (core.worker)
         # rq's scheduler keeps whole seconds and may start a job up to ~1 s early.
-        time.sleep(early)
-    while clock().now() < slot:
-        time.sleep(0.005)
-    claim = ledger.claim_post(post_id, worker_name(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
+        time.sleep(max(early, 0.005))
     if claim is None:
-        return "claimed by another worker"
+        return "not claimed: done, gone, or claimed by another worker"
     outcome = _run_claim(claim, cfg)
     if claim.published.is_set():
         _settled.post_id = post_id

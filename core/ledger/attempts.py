@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,9 +33,9 @@ from core.models import (
     Approval,
     Channel,
     Delivery,
-    Post,
     Publication,
 )
+from core.pipeline import Direct, Pipeline, pipelined
 from core.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,18 @@ class _DeliveryRow:
         return DeliveryState(self.status, sum(p.state is PartState.PUBLISHED for p in self.parts))
 
 
-@db.once_more_if_disconnected
+@dataclass(frozen=True)
+class Early:
+    """The post's slot has not come: nothing was claimed (:func:`claim_due_post`)."""
+
+    slot: datetime
+
+
+class _NotYet(Exception):
+    def __init__(self, slot: datetime) -> None:
+        self.slot = slot
+
+
 def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: float) -> Claim | None:
     """Claim ``post_id`` and prepare every due delivery, in one committed transaction.
 
@@ -144,6 +155,32 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
         The claim with its plans, or None when another worker holds a live lease or the
         post is not in a publishable state.
     """
+    claim = _claim(post_id, worker, now, lease, grace, due_only=False)
+    assert not isinstance(claim, Early)
+    return claim
+
+
+def claim_due_post(post_id: int, worker: str, now: datetime, lease: float, grace: float) -> Claim | Early | None:
+    """As :func:`claim_post`, for the job: a post whose slot is still ahead is not claimed.
+
+    The job learns its post's slot from the claim itself rather than from a read before
+    it: a job on time costs no more than the claim, and one that started early (rq's
+    scheduler keeps whole seconds) has its claim rolled back and gets the slot to wait for.
+    """
+    return _claim(post_id, worker, now, lease, grace, due_only=True)
+
+
+@db.once_more_if_disconnected
+def _claim(
+    post_id: int, worker: str, now: datetime, lease: float, grace: float, *, due_only: bool
+) -> Claim | Early | None:
+    try:
+        return _claim_once(post_id, worker, now, lease, grace, due_only)
+    except _NotYet as early:  # rolled back: nothing was claimed
+        return Early(early.slot)
+
+
+def _claim_once(post_id: int, worker: str, now: datetime, lease: float, grace: float, due_only: bool) -> Claim | None:
     cas = {
         "b_post": post_id,
         "b_stale_before": now - timedelta(seconds=grace),
@@ -151,9 +188,9 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
         "b_expires": now + timedelta(seconds=lease),
         "b_now": now,
     }
-    with db.writing() as conn:
+    with db.writing() as conn, pipelined(conn) as pipe:
         if _pg(conn):
-            rows = conn.execute(sql.CLAIM_ROWS_PG, cas).all()
+            rows = pipe.rows(sql.CLAIM_ROWS_PG, cas)  # with BEGIN: one round trip
             if not rows:
                 return None  # every post has a delivery: the compare-and-set failed
             post = _PostRow(*rows[0][:8])
@@ -163,11 +200,17 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
             if row is None:
                 return None
             post = _PostRow(*row)
-            rows = conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id}).all()
+            rows = list(conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id}))
             deliveries, account, global_stop = _deliveries(rows, offset=0)
+        if due_only and post.scheduled_at > now:
+            raise _NotYet(post.scheduled_at)
+        decisions = [
+            (d, admit(post, d, account, global_stop=global_stop, now=now)) for d in deliveries if _due(post, d, now)
+        ]
+        if any(not isinstance(decision, Admit) for _, decision in decisions):
+            pipe.leave()  # holds and waits are rare: they run as ordinary statements
         plans: list[DeliveryPlan] = []
-        for delivery in (d for d in deliveries if _due(post, d, now)):
-            decision = admit(post, delivery, account, global_stop=global_stop, now=now)
+        for delivery, decision in decisions:
             if isinstance(decision, Hold):
                 _set_status(conn, delivery.id, delivery.status, DeliveryStatus.HELD, decision.reason)
                 delivery.status = DeliveryStatus.HELD
@@ -183,10 +226,11 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
                 check_transition(delivery.status, DeliveryStatus.SENDING)
                 plans.append(_plan(post_id, post, delivery, now))
                 delivery.status = DeliveryStatus.SENDING
-        _prepare(conn, post_id, post, plans, worker, now)
+        _prepare(conn, pipe, post_id, post, plans, worker, now)
         status = summarize((d.state() for d in deliveries), claimed=True)
         if status is not post.status:
-            conn.execute(update(Post).where(Post.id == post_id).values(status=status))
+            pipe.send(sql.POST_STATUS, {"b_post": post_id, "b_status": status, "b_now": now})
+        pipe.commit()  # on PostgreSQL with the writes above: one round trip
         return Claim(post_id, post.fence, worker, post.scheduled_at, post.revision, tuple(plans))
 
 
@@ -251,7 +295,13 @@ def _plan(post_id: int, post: _PostRow, delivery: _DeliveryRow, now: datetime) -
 
 
 def _prepare(
-    conn: Connection, post_id: int, post: _PostRow, plans: list[DeliveryPlan], worker: str, now: datetime
+    conn: Connection,
+    pipe: Pipeline | Direct,
+    post_id: int,
+    post: _PostRow,
+    plans: list[DeliveryPlan],
+    worker: str,
+    now: datetime,
 ) -> None:
     """§4: each admitted delivery's key and ``sending``, and its attempt row."""
     if not plans:
@@ -272,7 +322,7 @@ def _prepare(
         for p in plans
     ]
     if _pg(conn):
-        conn.execute(sql.PREPARE_PG, rows)
+        pipe.send(sql.PREPARE_PG, rows)
         return
     # One statement per table, each over every admitted delivery.
     if fresh := [r for r in rows if r["b_fresh"]]:
@@ -357,50 +407,82 @@ def part_published(
         "b_error": None,
         "b_seen": seen,
     }
-    with db.writing() as conn:
-        if _pg(conn) and not more:
-            fence_matched, moved = conn.execute(sql.PUBLISHED_PG, values).one()
-            if not fence_matched:
-                raise _fenced_out(claim.post_id, claim.fence)
+    with db.writing() as conn, pipelined(conn) as pipe:
+        if _pg(conn) and len(plan.parts) == 1:
+            status = _published_pipelined(conn, pipe, claim, plan, values)
         else:
-            if not conn.execute(sql.FENCE, values).rowcount:
-                raise _fenced_out(claim.post_id, claim.fence)
-            conn.execute(sql.PART_PUBLISHED, values)
-            conn.execute(sql.END_ATTEMPT, values)
-            moved = None if more else conn.execute(sql.DELIVERY_PUBLISHED, values).rowcount
-        if more:
-            nxt = plan.parts[part_idx + 1]
-            conn.execute(
-                sql.PART_SENDING, {"b_delivery": delivery_id, "b_idx": nxt.idx, "b_key": nxt.key, "b_now": now}
-            )
-            conn.execute(
-                sql.ATTEMPT, _attempt(claim.post_id, claim.fence, claim.worker, delivery_id, nxt.idx, "send", now)
-            )
-        else:
-            if not moved:
-                # The row had moved on: the checked path refuses an illegal move.
-                _set_status(
-                    conn,
-                    delivery_id,
-                    DeliveryStatus.SENDING,
-                    DeliveryStatus.PUBLISHED,
-                    None,
-                    detail=None,
-                    confirmed_at=now,
-                    first_seen_at=func.coalesce(Delivery.first_seen_at, seen),
-                )
-            first = (
-                (result.platform_id, result.url)
-                if part_idx == 0
-                else conn.execute(sql.PART_PLATFORM_ID, {"b_delivery": delivery_id, "b_idx": plan.parts[0].idx}).one()
-            )
-            record_publication(
-                conn, claim.post_id, plan.channel_id, claim.slot, claim.revision, first[0] or "", first[1] or "", now
-            )
-        status = _finish(conn, claim, now)
+            status = _published(conn, claim, plan, part_idx, more, values)
     if status is PostStatus.PUBLISHED:  # committed
         claim.published.set()
     return more
+
+
+def _published_pipelined(
+    conn: Connection, pipe: Pipeline | Direct, claim: Claim, plan: DeliveryPlan, values: dict[str, Any]
+) -> PostStatus:
+    """A one-part delivery's result on PostgreSQL: two round trips.
+
+    The fenced writes and the publication row go with BEGIN, and the summary is read in
+    the same round trip – as its own statement, so it sees every delivery as committed
+    once the fence's row lock was taken; the post's summary goes with COMMIT.
+    """
+    values = {**values, "b_channel": plan.channel_id, "b_slot": claim.slot, "b_revision": claim.revision}
+    head = pipe.send(sql.PUBLISHED_PG, values)
+    states = _states(pipe.rows(sql.DELIVERY_STATES, {"b_post": claim.post_id}))
+    fence_matched, moved, recorded = head.one()
+    if not fence_matched:
+        raise _fenced_out(claim.post_id, claim.fence)
+    if moved and recorded:
+        status = _store_summary(pipe, claim, states, values["b_now"])
+        pipe.commit()
+        return status
+    pipe.leave()  # the row had moved on, or a publication was there: the checked paths
+    if not moved:
+        _moved_to_published(conn, plan.delivery_id, values["b_now"], values["b_seen"])
+    if not recorded:
+        _kept_first_publication(claim.post_id, plan.channel_id)
+    return _finish(conn, claim, values["b_now"])
+
+
+def _published(
+    conn: Connection, claim: Claim, plan: DeliveryPlan, part_idx: int, more: bool, values: dict[str, Any]
+) -> PostStatus:
+    """A part's result, statement by statement (SQLite; a thread's parts)."""
+    delivery_id, now = plan.delivery_id, values["b_now"]
+    if not conn.execute(sql.FENCE, values).rowcount:
+        raise _fenced_out(claim.post_id, claim.fence)
+    conn.execute(sql.PART_PUBLISHED, values)
+    conn.execute(sql.END_ATTEMPT, values)
+    if more:
+        nxt = plan.parts[part_idx + 1]
+        conn.execute(sql.PART_SENDING, {"b_delivery": delivery_id, "b_idx": nxt.idx, "b_key": nxt.key, "b_now": now})
+        conn.execute(sql.ATTEMPT, _attempt(claim.post_id, claim.fence, claim.worker, delivery_id, nxt.idx, "send", now))
+        return _finish(conn, claim, now)
+    if not conn.execute(sql.DELIVERY_PUBLISHED, values).rowcount:
+        _moved_to_published(conn, delivery_id, now, values["b_seen"])
+    first = (
+        (values["b_platform_id"], values["b_url"])
+        if part_idx == plan.parts[0].idx
+        else conn.execute(sql.PART_PLATFORM_ID, {"b_delivery": delivery_id, "b_idx": plan.parts[0].idx}).one()
+    )
+    record_publication(
+        conn, claim.post_id, plan.channel_id, claim.slot, claim.revision, first[0] or "", first[1] or "", now
+    )
+    return _finish(conn, claim, now)
+
+
+def _moved_to_published(conn: Connection, delivery_id: int, now: datetime, seen: datetime | None) -> None:
+    """The delivery was not ``sending`` any more: the checked path refuses an illegal move."""
+    _set_status(
+        conn,
+        delivery_id,
+        DeliveryStatus.SENDING,
+        DeliveryStatus.PUBLISHED,
+        None,
+        detail=None,
+        confirmed_at=now,
+        first_seen_at=func.coalesce(Delivery.first_seen_at, seen),
+    )
 
 
 @db.once_more_if_disconnected
@@ -519,36 +601,52 @@ def record_publication(
     new_id = conn.execute(sql.PUBLICATION[conn.dialect.name], values).scalar()
     if new_id is not None:
         return Publication(id=new_id, **values)
-    log.warning("post %s channel %s: publication already recorded; keeping the first", post_id, channel_id)
+    _kept_first_publication(post_id, channel_id)
     first = conn.execute(
         sql.FIRST_PUBLICATION, {"b_post": post_id, "b_channel": channel_id, "b_slot": slot, "b_revision": revision}
     ).one()
     return Publication(**first._asdict())
 
 
+def _kept_first_publication(post_id: int, channel_id: int) -> None:
+    log.warning("post %s channel %s: publication already recorded; keeping the first", post_id, channel_id)
+
+
 # -- shared pieces ----------------------------------------------------------------------------
 
 
 def _finish(conn: Connection, claim: Claim, now: datetime) -> PostStatus:
-    """Store the post's summary status, and give the lease back once nothing is sending.
+    """Store the post's summary status, and give the lease back once nothing is sending."""
+    return _store_summary(conn, claim, delivery_states(conn, claim.post_id), now)
 
-    The release is decided here, inside the write that may be the claim's last, from the
-    rows themselves: a delivery whose result is still waiting for its own commit is
-    ``sending``, so no other delivery's commit can release the lease from under it.
+
+def _store_summary(
+    writer: Connection | Pipeline | Direct, claim: Claim, states: list[DeliveryState], now: datetime
+) -> PostStatus:
+    """The post's summary from ``states``, and the lease given back when none is sending.
+
+    The release is decided inside the write that may be the claim's last, from the rows
+    themselves, read after the fence's row lock: a delivery whose result is still waiting
+    for its own commit is ``sending``, so no other delivery's commit can release the lease
+    from under it.
     """
-    states = delivery_states(conn, claim.post_id)
     release = all(state.status is not DeliveryStatus.SENDING for state in states)
     status = summarize(states, claimed=True)
-    conn.execute(
-        sql.POST_STATUS_RELEASED if release else sql.POST_STATUS,
-        {"b_post": claim.post_id, "b_status": status, "b_now": now},
-    )
+    values = {"b_post": claim.post_id, "b_status": status, "b_now": now}
+    statement = sql.POST_STATUS_RELEASED if release else sql.POST_STATUS
+    if isinstance(writer, Connection):
+        writer.execute(statement, values)
+    else:
+        writer.send(statement, values)
     return status
 
 
 def delivery_states(s: Session | Connection, post_id: int) -> list[DeliveryState]:
     """Every delivery's status and published parts, for :func:`summarize`, in one query."""
-    rows = s.execute(sql.DELIVERY_STATES, {"b_post": post_id})
+    return _states(s.execute(sql.DELIVERY_STATES, {"b_post": post_id}))
+
+
+def _states(rows: Iterable[Any]) -> list[DeliveryState]:
     return [DeliveryState(status, count) for status, count in rows]
 
 

@@ -32,9 +32,6 @@ publications = cast(Table, Publication.__table__)
 
 # -- reads before a claim ------------------------------------------------------------
 
-#: The job's first look at its post: b_post.
-POST_SLOT = select(posts.c.status, posts.c.scheduled_at).where(posts.c.id == bindparam("b_post"))
-
 #: What arming reads of a post: b_post.
 POST_TIMING = select(
     posts.c.status, posts.c.scheduled_at, posts.c.not_before, posts.c.lease_owner, posts.c.lease_expires_at
@@ -51,7 +48,9 @@ _CAS = (
     update(posts)
     .where(
         posts.c.id == bindparam("b_post"),
-        posts.c.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]),
+        # Not IN (…): an expanding IN is rendered per execution, and core.pipeline
+        # compiles each statement once.
+        or_(posts.c.status == PostStatus.SCHEDULED, posts.c.status == PostStatus.PUBLISHING),
         or_(posts.c.lease_owner.is_(None), posts.c.lease_expires_at < bindparam("b_stale_before")),
     )
     .values(
@@ -279,12 +278,32 @@ PREPARE_PG = (
 _fence = FENCE.returning(posts.c.id).cte("fenced")
 _gate = exists(select(_fence.c.id))
 _published = DELIVERY_PUBLISHED.where(_gate).returning(deliveries.c.id).cte("published_delivery")
+_recorded = (
+    postgresql.insert(publications)
+    .from_select(
+        ["post_id", "channel_id", "slot", "revision", "platform_id", "url", "created_at"],
+        select(
+            bindparam("b_post", type_=publications.c.post_id.type),
+            bindparam("b_channel", type_=publications.c.channel_id.type),
+            bindparam("b_slot", type_=publications.c.slot.type),
+            bindparam("b_revision", type_=publications.c.revision.type),
+            func.coalesce(bindparam("b_platform_id", type_=publications.c.platform_id.type), ""),
+            func.coalesce(bindparam("b_url", type_=publications.c.url.type), ""),
+            bindparam("b_now", type_=publications.c.created_at.type),
+        ).where(_gate),
+    )
+    .on_conflict_do_nothing()
+    .returning(publications.c.id)
+    .cte("recorded")
+)
 
-#: FENCE, PART_PUBLISHED, END_ATTEMPT and DELIVERY_PUBLISHED of a delivery's last part;
-#: returns (fence matched, delivery moved): their parameters.
+#: FENCE, PART_PUBLISHED, END_ATTEMPT, DELIVERY_PUBLISHED and the publication row of a
+#: delivery whose one part landed; returns (fence matched, delivery moved, publication
+#: recorded): their parameters, and b_channel, b_slot, b_revision.
 PUBLISHED_PG = select(
     select(func.count()).select_from(_fence).scalar_subquery().label("fenced"),
     select(func.count()).select_from(_published).scalar_subquery().label("moved"),
+    select(func.count()).select_from(_recorded).scalar_subquery().label("recorded"),
 ).add_cte(
     PART_PUBLISHED.where(_gate).returning(parts.c.id).cte("published_part"),
     END_ATTEMPT.where(_gate).returning(attempts.c.id).cte("ended_attempt"),

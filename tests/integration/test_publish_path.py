@@ -361,3 +361,85 @@ def by_channel_id(s: Any, post_id: int) -> int:
     from core.models import Delivery
 
     return int(s.execute(select(Delivery.channel_id).where(Delivery.post_id == post_id)).scalar_one())
+
+
+def test_a_job_that_starts_well_before_its_slot_claims_nothing_and_is_armed_for_the_slot(
+    channels: dict[str, str], platform: Sandbox, herald: Settings
+) -> None:
+    slot = now() + timedelta(seconds=herald.early_tolerance + 30)
+    post_id = create_post(channels=[channels["native"]], parts=["not yet"], at=slot)
+    queue = post_queue()
+    queue.scheduled_job_registry.remove(job_id(post_id))
+    queue.enqueue_job(Job.fetch(job_id(post_id), connection=queue.connection))  # behind arming's back
+
+    drain()
+
+    info = describe_post(post_id)
+    assert info["status"] == "scheduled"
+    with db.reading() as s:
+        fence, owner = s.execute(text("SELECT fence, lease_owner FROM posts WHERE id = :id"), {"id": post_id}).one()
+    assert (fence, owner) == (0, None)  # the claim made to learn the slot was rolled back
+    assert platform.posts() == []
+    assert queue.scheduled_job_registry.get_job_ids() == [job_id(post_id)]  # re-armed for its slot
+
+
+def test_a_job_that_starts_just_before_its_slot_waits_for_it_and_claims_once(
+    channels: dict[str, str], platform: Sandbox
+) -> None:
+    slot = now() + timedelta(seconds=1.0)
+    post_id = create_post(channels=[channels["native"]], parts=["right on time"], at=slot)
+    queue = post_queue()
+    queue.scheduled_job_registry.remove(job_id(post_id))
+    queue.enqueue_job(Job.fetch(job_id(post_id), connection=queue.connection))  # as rq's scheduler may, early
+
+    drain()
+
+    assert describe_post(post_id)["status"] == "published"
+    (copy,) = platform.posts()
+    assert datetime.fromisoformat(copy["created_at"]) >= slot
+    with db.reading() as s:
+        fence = s.execute(text("SELECT fence FROM posts WHERE id = :id"), {"id": post_id}).scalar_one()
+        started = s.execute(text("SELECT started_at FROM attempts WHERE post_id = :id"), {"id": post_id}).all()
+    assert fence == 1  # one claim, made at the slot
+    assert len(started) == 1
+
+
+def test_a_result_whose_publication_is_already_recorded_keeps_it_and_publishes_the_delivery(
+    channels: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    post_id = create_post(channels=[channels["native"]], parts=["recorded"], at=now() - timedelta(seconds=1))
+    claim = ledger.claim_post(post_id, "w", now(), 30, 5)
+    assert claim is not None
+    plan = claim.plans[0]
+    with db.transaction() as s:  # as a first attempt whose answer was lost would have left it
+        first = ledger.record_publication(
+            s.connection(), post_id, plan.channel_id, claim.slot, claim.revision, "first", "http://x/first", now()
+        )
+
+    with caplog.at_level(logging.WARNING):
+        more = ledger.part_published(claim, plan.delivery_id, 0, Published("second", "http://x/second"), now(), 30)
+
+    assert more is False
+    assert "publication already recorded" in caplog.text
+    post = describe_post(post_id)
+    assert post["status"] == "published"
+    assert post["deliveries"][0]["status"] == "published"
+    with db.reading() as s:
+        rows = s.execute(select(Publication.id, Publication.platform_id)).all()
+        lease = s.execute(text("SELECT lease_owner FROM posts WHERE id = :id"), {"id": post_id}).scalar_one()
+    assert [tuple(r) for r in rows] == [(first.id, "first")]
+    assert lease is None  # the last write gave the lease back
+
+
+def test_a_claim_whose_held_connection_died_is_made_on_a_new_one(channels: dict[str, str]) -> None:
+    if db.engine().dialect.name != "postgresql":
+        pytest.skip("needs a database server that can end the job's session")
+    post_id = create_post(channels=[channels["native"]], parts=["claimed anyway"], at=now() - timedelta(seconds=1))
+    with db.holding():
+        with db.peeking() as conn:
+            backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with db.engine().connect() as other:
+            assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}).scalar_one()
+        claim = ledger.claim_post(post_id, "w", now(), 30, 5)
+    assert claim is not None and claim.fence == 1
+    assert describe_post(post_id)["deliveries"][0]["status"] == "sending"
