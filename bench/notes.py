@@ -13,6 +13,13 @@ from typing import Any
 ANALYSIS = Path(__file__).with_name("analysis.md")
 
 
+#: How a backend's statements per publish are counted.
+_BATCHED = {
+    "sqlite": "BEGINs included",
+    "postgresql": "BEGIN and COMMIT are sent with them: 4 round trips to the server",
+}
+
+
 def _f(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
@@ -100,7 +107,8 @@ def _details(runs: list[dict[str, Any]]) -> list[str]:
                     f"{', '.join(_f(x, 0) for x in r['noop_rounds'])} (the ratio is the median of the rounds' "
                     f"ratios; the rates in the table are the medians of the rounds). One publish costs "
                     f"**{_f(r['commits_per_publish'])} commits**, {_f(r['statements_per_publish'], 1)} SQL statements "
-                    f"(BEGINs included on SQLite) and {_f(r['rollbacks_per_publish'])} rollbacks (read-only sessions)."
+                    f"({_BATCHED.get(r['backend'], '')})"
+                    f" and {_f(r['rollbacks_per_publish'])} rollbacks (read-only sessions)."
                 )
             elif run["name"] == "fanout":
                 out.append(

@@ -18,21 +18,20 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+_COMMIT = ("Transaction.commit ", "Pipeline.commit ")
+
 #: (label, a frame function that must be on the stack), first match wins; order matters.
-CATEGORIES: list[tuple[str, str]] = [
-    ("claim: one joined read (deliveries, channels, parts, account, stop)", "_load_deliveries "),
+CATEGORIES: list[tuple[str, str | tuple[str, ...]]] = [
     ("claim: key + sending + attempt rows", "_prepare "),
-    ("claim: commit", "Transaction.commit "),
-    ("claim: the rest (CAS update, admission, plans)", "claim_post "),
-    ("result: _end_attempt", "_end_attempt "),
-    ("result: record_publication", "record_publication "),
-    ("result: _finish (summary query + post update)", "_finish "),
-    ("result: commit", "Transaction.commit "),
-    ("result: the rest (fenced update, part, delivery)", "part_published "),
+    ("claim: commit", _COMMIT),
+    ("claim: the rest (compare-and-set + joined read, admission, plans)", "_claim_once "),
+    ("result: summary status + lease release", "_store_summary "),
+    ("result: commit", _COMMIT),
+    ("result: the rest (fenced writes, publication row, summary read)", "part_published "),
     ("platform call (httpx, sandbox)", "call_platform "),
     ("delivery: the rest (context, adapter lookup)", "_send_delivery "),
     ("heartbeat registration, waiting on futures", "_run_claim "),
-    ("first read of the post (status, slot)", "publish_post "),
+    ("the job's own glue (clock, early check)", "publish_post "),
     ("re-arm after the job (core.arming.arm)", "arm "),
     ("rq: the worker's own per-job work", "BaseWorker.work "),
 ]
@@ -60,10 +59,10 @@ def summarize(path: str, markers: list[str]) -> tuple[Counter[str], int]:
                 continue  # the heartbeat thread between beats (py-spy counts a timed wait as busy)
             n = int(count)
             total += n
-            # The innermost listed function decides: commit under claim_post is the claim's.
+            # The first listed function on the stack decides: a commit under _claim_once is the claim's.
             for label, function in CATEGORIES:
                 if any(f.startswith(function) for f in frames):
-                    if label == "claim: commit" and not any(f.startswith("claim_post ") for f in frames):
+                    if label == "claim: commit" and not any(f.startswith("_claim_once ") for f in frames):
                         continue
                     if label == "result: commit" and not any(f.startswith("part_published ") for f in frames):
                         continue

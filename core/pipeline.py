@@ -6,9 +6,9 @@ Sent one by one, each is a round trip to the server, and on a busy machine a rou
 costs more than the statement. In pipeline mode the driver sends them together and reads
 the answers when asked, so the claim and a result each cost two round trips instead of
 four to six. SQLAlchemy does not drive the mode, so :class:`Pipeline` runs SQLAlchemy
-statements, compiled once, on the driver's own cursor: values go to the driver as they
-are (integers, strings, enums, booleans, aware instants – all it adapts), and rows come
-back through the columns' own result processors (enums, UTC instants).
+statements, compiled once, on the driver's own cursor: values go through the columns'
+own bind processors and rows come back through their result processors (enums, UTC
+instants), as when SQLAlchemy runs them.
 
 On SQLite (in the same process, no round trips) the same calls run the statements on
 the SQLAlchemy connection one by one, so the ledger has one code path.
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql import ClauseElement, Executable, Select
+from sqlalchemy.sql.compiler import SQLCompiler
 
 Values = dict[str, Any]
 
@@ -35,24 +36,47 @@ class _Compiled:
     sql: str
     #: The statement's own literal values (enum members it compares with, and so on).
     fixed: Values
+    #: The column types' bind processors of the caller's values, by name (a naive
+    #: instant is refused here as everywhere).
+    binders: dict[str, Callable[[Any], Any]]
     row: Callable[..., tuple[Any, ...]] | None
     processors: tuple[Callable[[Any], Any] | None, ...]
+
+    def bind(self, values: Values) -> Values:
+        bound = {**self.fixed, **values}
+        try:
+            for name, process in self.binders.items():
+                if name in values:
+                    bound[name] = process(values[name])
+        except Exception as exc:  # as SQLAlchemy reports a value its type refused
+            raise StatementError(str(exc), self.sql, values, exc) from exc
+        return bound
 
 
 @functools.cache
 def _compiled(statement: Executable, dialect: Dialect) -> _Compiled:
     assert isinstance(statement, ClauseElement)
     compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler)
     sql = str(compiled)
     if "POSTCOMPILE" in sql:
         raise ValueError("a pipelined statement cannot use an expanding IN; compare each value")
-    fixed = {name: value for name, value in compiled.params.items() if not name.startswith("b_")}
+    binders: dict[str, Callable[[Any], Any]] = {}
+    for name, param in compiled.binds.items():
+        process = param.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is not None:
+            binders[name] = process
+    fixed = {
+        name: binders[name](value) if name in binders else value
+        for name, value in compiled.params.items()
+        if not name.startswith("b_")
+    }
     if not isinstance(statement, Select):  # writes here return no rows
-        return _Compiled(sql, fixed, None, ())
+        return _Compiled(sql, fixed, binders, None, ())
     columns = list(statement.selected_columns)
     row = namedtuple("Row", [c.key for c in columns], rename=True)  # type: ignore[misc]
     processors = tuple(c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns)
-    return _Compiled(sql, fixed, row, processors)
+    return _Compiled(sql, fixed, binders, row, processors)
 
 
 class Sent:
@@ -97,9 +121,9 @@ class Pipeline:
                 self._mode.__enter__()
             cursor = self._raw.cursor()
             if isinstance(values, dict):
-                cursor.execute(compiled.sql, {**compiled.fixed, **values})
+                cursor.execute(compiled.sql, compiled.bind(values))
             else:
-                cursor.executemany(compiled.sql, [{**compiled.fixed, **v} for v in values])
+                cursor.executemany(compiled.sql, [compiled.bind(v) for v in values])
         return Sent(self, cursor, compiled)
 
     def rows(self, statement: Executable, values: Values) -> list[Any]:

@@ -236,11 +236,13 @@ POST_STATUS_RELEASED = POST_STATUS.values(lease_owner=None, lease_expires_at=Non
 
 # -- PostgreSQL: one round trip where SQLite needs several ---------------------------------
 #
-# Each statement is a round trip to a PostgreSQL server, and SQLite has no data-modifying
-# WITH. These run the same statements as above, joined by WITH: the claim's compare-and-set
-# with its read, the claim's three writes per delivery, and a result's four fenced writes.
-# The sub-statements share one snapshot; every write behind a fence is gated on the fence
-# update having matched, so a fenced-out write changes nothing (and is rolled back).
+# Each statement is work for a PostgreSQL server, and SQLite has no data-modifying WITH.
+# These run the same statements as above, joined by WITH: the claim's compare-and-set with
+# its read, the claim's three writes per delivery, and a one-part result's four fenced
+# writes with its publication row. The sub-statements share one snapshot; every write
+# behind a fence is gated on the fence update having matched, so a fenced-out write
+# changes nothing (and is rolled back). core.pipeline sends them with the statements
+# around them, a transaction's worth in two round trips.
 
 _claimed = _CAS.returning(posts.c.id, *_CLAIMED_COLUMNS).cte("claimed")
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import bindparam, insert, select, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, StatementError
 
 from core import db
 from core.config import Settings
@@ -91,3 +91,8 @@ def test_instants_come_back_in_utc(channels: dict[str, str]) -> None:
 def switches() -> dict[str, bool]:
     with db.reading() as s:
         return {name: on for name, on in s.execute(select(Switch.name, Switch.on))}
+
+
+def test_a_naive_instant_is_refused_as_sqlalchemy_refuses_it(herald: Settings) -> None:
+    with pytest.raises(StatementError, match="naive"), db.writing() as conn, pipelined(conn) as pipe:
+        pipe.send(sql.POST_STATUS, {"b_post": 1, "b_status": "scheduled", "b_now": datetime(2026, 1, 1)})
