@@ -163,9 +163,10 @@ def claim_post(post_id: int, worker: str, now: datetime, lease: float, grace: fl
 def claim_due_post(post_id: int, worker: str, now: datetime, lease: float, grace: float) -> Claim | Early | None:
     """As :func:`claim_post`, for the job: a post whose slot is still ahead is not claimed.
 
-    The job learns its post's slot from the claim itself rather than from a read before
-    it: a job on time costs no more than the claim, and one that started early (rq's
-    scheduler keeps whole seconds) has its claim rolled back and gets the slot to wait for.
+    On PostgreSQL the job learns its post's slot from the claim itself rather than from a
+    read before it: a job on time costs no more than the claim, and one that started
+    early (rq's scheduler keeps whole seconds) has its claim rolled back and gets the slot
+    to wait for. On SQLite it reads the slot first, outside the write lock.
     """
     return _claim(post_id, worker, now, lease, grace, due_only=True)
 
@@ -174,6 +175,13 @@ def claim_due_post(post_id: int, worker: str, now: datetime, lease: float, grace
 def _claim(
     post_id: int, worker: str, now: datetime, lease: float, grace: float, *, due_only: bool
 ) -> Claim | Early | None:
+    if due_only and db.engine().dialect.name == "sqlite":
+        # SQLite serialises writers: a job must not take the write lock only to learn that
+        # it is early, while other jobs wait for it. A read there is a local call.
+        with db.peeking() as conn:
+            slot = conn.execute(sql.POST_SLOT, {"b_post": post_id}).scalar()
+        if slot is not None and slot > now:
+            return Early(slot)
     try:
         return _claim_once(post_id, worker, now, lease, grace, due_only)
     except _NotYet as early:  # rolled back: nothing was claimed

@@ -32,6 +32,9 @@ publications = cast(Table, Publication.__table__)
 
 # -- reads before a claim ------------------------------------------------------------
 
+#: A job's look at its post's slot before a claim (SQLite only): b_post.
+POST_SLOT = select(posts.c.scheduled_at).where(posts.c.id == bindparam("b_post"))
+
 #: What arming reads of a post: b_post.
 POST_TIMING = select(
     posts.c.status, posts.c.scheduled_at, posts.c.not_before, posts.c.lease_owner, posts.c.lease_expires_at
