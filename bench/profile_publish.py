@@ -31,7 +31,7 @@ CATEGORIES: list[tuple[str, str | tuple[str, ...]]] = [
     ("platform call (httpx, sandbox)", "call_platform "),
     ("delivery: the rest (context, adapter lookup)", "_send_delivery "),
     ("heartbeat registration, waiting on futures", "_run_claim "),
-    ("the job's own glue (clock, early check)", "publish_post "),
+    ("the job's own glue (clock, early check; SQLite: the slot read)", "publish_post "),
     ("re-arm after the job (core.arming.arm)", "arm "),
     ("rq: the worker's own per-job work", "BaseWorker.work "),
 ]
