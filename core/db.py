@@ -135,6 +135,9 @@ def reading() -> Iterator[Session]:
 
 _held = threading.local()
 
+#: This process's SQLite writers, one at a time (see :func:`writing`).
+_sqlite_writers = threading.RLock()
+
 #: A held connection idle for longer than this is not trusted without the pool's ping:
 #: the database may have restarted during a slow platform call.
 HELD_IDLE = 1.0
@@ -196,8 +199,18 @@ def writing() -> Iterator[Connection]:
     The ORM's unit of work costs several times a Core statement; the ledger's fenced
     writes know exactly which rows they change, so they skip it.
     """
-    with _connection() as conn, conn.begin():
-        yield conn
+    with _connection() as conn:
+        if conn.dialect.name != "sqlite":
+            with conn.begin():
+                yield conn
+            return
+        # SQLite has one writer at a time, and a writer that finds the lock taken sleeps
+        # in steps of 1, 2, 5, 10… ms (its busy handler) – far longer than a publish's
+        # write holds it. The threads of one process therefore queue here instead, and
+        # each starts the moment the one before commits; other processes still wait in
+        # the busy handler.
+        with _sqlite_writers, conn.begin():
+            yield conn
 
 
 @contextmanager
