@@ -307,12 +307,12 @@ def main() -> None:
         raise SystemExit(130) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except Exception as exc:  # click's usage errors
+    except Exception as exc:  # usage errors: click's, or those of the click typer carries
         import click
 
-        if isinstance(exc, click.ClickException):
+        if isinstance(exc, click.ClickException | typer.TyperException) and hasattr(exc, "show"):
             exc.show()
-            raise SystemExit(exc.exit_code) from None
+            raise SystemExit(getattr(exc, "exit_code", 2)) from None
         raise
 
 

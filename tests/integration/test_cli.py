@@ -72,6 +72,8 @@ def test_channel_add_post_create_worker_and_post_show(herald: Settings, sandbox_
         (["post", "show", "999"], "no post 999"),
         (["channel", "add", "--platform", "myspace", "--name", "m"], "no enabled adapter 'myspace'"),
         (["channel", "add", "--platform", "sandbox-none", "--name", "m", "--set", "novalue"], "write key=value"),
+        (["post", "list"], "No such command 'list'"),
+        (["post", "show", "one"], "Invalid value for 'post_id'"),
     ],
 )
 def test_bad_input_is_one_clear_line_never_a_traceback(herald: Settings, args: list[str], message: str) -> None:
