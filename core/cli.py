@@ -307,13 +307,11 @@ def main() -> None:
         raise SystemExit(130) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except Exception as exc:  # usage errors: click's, or those of the click typer carries
-        import click
-
-        if isinstance(exc, click.ClickException | typer.TyperException) and hasattr(exc, "show"):
-            exc.show()
-            raise SystemExit(getattr(exc, "exit_code", 2)) from None
-        raise
+    except typer.TyperException as exc:  # usage errors, from the click typer carries
+        if not hasattr(exc, "show"):
+            raise
+        exc.show()
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
 
 
 if __name__ == "__main__":

@@ -39,15 +39,14 @@ class HeraldWorker(SimpleWorker):
     def perform_job(self, job: Job, queue: Queue) -> bool:
         if job.func_name != PUBLISH_FUNC:
             return bool(super().perform_job(job, queue))
-        with db.holding():  # a no-op under work(); perform_job alone (tests) holds its own
-            ok: bool = super().perform_job(job, queue)
-            post_id = int(job.args[0])
-            if settled(post_id):
-                return ok
-            try:
-                arm(post_id)
-            except Exception:  # the reconciler re-arms from the row
-                log.exception("post %s: re-arm after its job failed", post_id)
+        ok: bool = super().perform_job(job, queue)  # on work()'s held connection, as is the re-arm
+        post_id = int(job.args[0])
+        if settled(post_id):
+            return ok
+        try:
+            arm(post_id)
+        except Exception:  # the reconciler re-arms from the row
+            log.exception("post %s: re-arm after its job failed", post_id)
         return ok
 
 

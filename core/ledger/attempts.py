@@ -625,12 +625,10 @@ def _kept_first_publication(post_id: int, channel_id: int) -> None:
 
 def _finish(conn: Connection, claim: Claim, now: datetime) -> PostStatus:
     """Store the post's summary status, and give the lease back once nothing is sending."""
-    return _store_summary(conn, claim, delivery_states(conn, claim.post_id), now)
+    return _store_summary(Direct(conn), claim, delivery_states(conn, claim.post_id), now)
 
 
-def _store_summary(
-    writer: Connection | Pipeline | Direct, claim: Claim, states: list[DeliveryState], now: datetime
-) -> PostStatus:
+def _store_summary(writer: Pipeline | Direct, claim: Claim, states: list[DeliveryState], now: datetime) -> PostStatus:
     """The post's summary from ``states``, and the lease given back when none is sending.
 
     The release is decided inside the write that may be the claim's last, from the rows
@@ -641,11 +639,7 @@ def _store_summary(
     release = all(state.status is not DeliveryStatus.SENDING for state in states)
     status = summarize(states, claimed=True)
     values = {"b_post": claim.post_id, "b_status": status, "b_now": now}
-    statement = sql.POST_STATUS_RELEASED if release else sql.POST_STATUS
-    if isinstance(writer, Connection):
-        writer.execute(statement, values)
-    else:
-        writer.send(statement, values)
+    writer.send(sql.POST_STATUS_RELEASED if release else sql.POST_STATUS, values)
     return status
 
 

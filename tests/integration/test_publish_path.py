@@ -378,7 +378,7 @@ def test_a_job_that_starts_well_before_its_slot_claims_nothing_and_is_armed_for_
     assert info["status"] == "scheduled"
     with db.reading() as s:
         fence, owner = s.execute(text("SELECT fence, lease_owner FROM posts WHERE id = :id"), {"id": post_id}).one()
-    assert (fence, owner) == (0, None)  # the claim made to learn the slot was rolled back
+    assert (fence, owner) == (0, None)  # no lease; on PostgreSQL the claim that read the slot was rolled back
     assert platform.posts() == []
     assert queue.scheduled_job_registry.get_job_ids() == [job_id(post_id)]  # re-armed for its slot
 
