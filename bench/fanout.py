@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.stack import BACKENDS, confirmed, due_slots, enqueue_now, insert_posts, stack, versions
 from bench.throughput import _work
-from core.queue import post_queue
+from core.runtime.queue import post_queue
 
 GOAL = 2.0
 WIDTH = 5

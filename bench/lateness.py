@@ -26,11 +26,11 @@ from rq import Worker
 from sqlalchemy import select
 
 from bench.stack import BACKENDS, Stack, confirmed, enqueue_now, insert_posts, now, percentile, stack, versions
-from core import db
-from core.arming import arm
-from core.models import Delivery, Post
-from core.queue import connection, post_queue
-from core.states import PostStatus
+from core.domain.states import PostStatus
+from core.runtime.arming import arm
+from core.runtime.queue import connection, post_queue
+from core.store import db
+from core.store.models import Delivery, Post
 
 GOAL_P50, GOAL_P99 = 1.0, 2.0
 RATE, WINDOW = 100, 10.0

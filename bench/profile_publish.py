@@ -32,7 +32,7 @@ CATEGORIES: list[tuple[str, str | tuple[str, ...]]] = [
     ("delivery: the rest (context, adapter lookup)", "_send_delivery "),
     ("heartbeat registration, waiting on futures", "_run_claim "),
     ("the job's own glue (clock, early check; SQLite: the slot read)", "publish_post "),
-    ("re-arm after the job (core.arming.arm)", "arm "),
+    ("re-arm after the job (core.runtime.arming.arm)", "arm "),
     ("rq: the worker's own per-job work", "BaseWorker.work "),
 ]
 

@@ -25,8 +25,9 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from bench.stack import BACKENDS, database, stack, versions
-from core import config, db, schema
-from core.models import Post
+from core import config
+from core.store import db, schema
+from core.store.models import Post
 from reconciler.tick import tick
 
 GOAL = 2.0

@@ -6,7 +6,7 @@ local Redis for PostgreSQL), the sandbox platform in its own process, and herald
 configured for them in this process. Every process started here is stopped on exit.
 
 Rows are bulk-loaded with executemany (``insert_posts``) and jobs are enqueued in one
-pipeline (``enqueue_now``), exactly as ``core.arming`` creates them, so setting up
+pipeline (``enqueue_now``), exactly as ``core.runtime.arming`` creates them, so setting up
 thousands of posts does not dominate a benchmark's run time.
 """
 
@@ -35,13 +35,16 @@ from rq import Queue
 from sqlalchemy import create_engine, event, insert, select, text
 from sqlalchemy.engine import make_url
 
-from core import config, db, pipeline, publish, schema
-from core.arming import job_options
-from core.channels import add_channel
+from core import config
 from core.config import Settings
-from core.models import Account, Approval, Channel, Delivery, DeliveryPart, Post
-from core.queue import connection, post_queue
-from core.states import DeliveryStatus, PartState, PostStatus
+from core.domain.states import DeliveryStatus, PartState, PostStatus
+from core.ledger import pipeline
+from core.runtime import job as publish
+from core.runtime.arming import job_options
+from core.runtime.queue import connection, post_queue
+from core.services.channels import add_channel
+from core.store import db, schema
+from core.store.models import Account, Approval, Channel, Delivery, DeliveryPart, Post
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("HERALD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -295,13 +298,13 @@ def insert_posts(
 
 
 def enqueue_now(post_ids: Sequence[int], queue: Queue | None = None) -> None:
-    """Enqueue each post's one job as ``core.arming.arm`` creates it for a due post,
+    """Enqueue each post's one job as ``core.runtime.arming.arm`` creates it for a due post,
     in one Redis pipeline per thousand."""
     queue = queue or post_queue()
     for start in range(0, len(post_ids), 1000):
         queue.enqueue_many(
             [
-                Queue.prepare_data("core.publish.publish_post", **job_options(post_id))
+                Queue.prepare_data("core.runtime.job.publish_post", **job_options(post_id))
                 for post_id in post_ids[start : start + 1000]
             ]
         )
@@ -321,7 +324,7 @@ def confirmed(post_ids: Sequence[int] | None = None) -> int:
 class Counter:
     """Commits, rollbacks and SQL statements on herald's engine in this process.
 
-    Statements are counted as SQLAlchemy runs them, and as ``core.pipeline`` sends them
+    Statements are counted as SQLAlchemy runs them, and as ``core.ledger.pipeline`` sends them
     on PostgreSQL (which SQLAlchemy does not see).
     """
 

@@ -1,6 +1,6 @@
 """Throughput: due single-channel posts → sandbox-confirmed, per second, with one worker.
 
-Baseline: bare rq no-op jobs through the same worker class (``core.worker.HeraldWorker``,
+Baseline: bare rq no-op jobs through the same worker class (``core.runtime.worker.HeraldWorker``,
 in-process, SimpleWorker-based) on the same Redis, in the same run. Rounds alternate
 baseline and publish, a few seconds each, so drift on a shared machine hits both; the
 ratio is the median of the rounds' ratios (each publish round over the baseline round
@@ -22,8 +22,8 @@ from typing import Any
 from rq import Queue
 
 from bench.stack import BACKENDS, Counter, confirmed, due_slots, enqueue_now, insert_posts, stack, versions
-from core.queue import connection, post_queue
-from core.worker import HeraldWorker
+from core.runtime.queue import connection, post_queue
+from core.runtime.worker import HeraldWorker
 
 GOAL = 0.5
 

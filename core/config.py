@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from core.errors import ConfigError
+from core.domain.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from core.events import AlarmEvent
-from core.hookspecs import hookimpl
+from core.plugins.events import AlarmEvent
+from core.plugins.hookspecs import hookimpl
 
 log = logging.getLogger("herald.alarms")
 

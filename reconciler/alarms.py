@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core import db
-from core.events import AlarmEvent
-from core.models import Alarm, AlarmKind, Channel
-from core.plugins import plugin_manager
+from core.plugins.events import AlarmEvent
+from core.plugins.manager import plugin_manager
+from core.store import db
+from core.store.models import Alarm, AlarmKind, Channel
 from reconciler import queries
 
 log = logging.getLogger(__name__)

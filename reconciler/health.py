@@ -10,11 +10,11 @@ from typing import Any
 from redis.exceptions import RedisError
 from sqlalchemy import func, select
 
-from core import db
-from core.clock import Clock, DatabaseClock
 from core.config import Settings, settings
-from core.models import Tick
-from core.queue import post_queue
+from core.runtime.clock import Clock, DatabaseClock
+from core.runtime.queue import post_queue
+from core.store import db
+from core.store.models import Tick
 from reconciler import queries
 from reconciler.tick import NAME
 

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from sqlalchemy import Select, func, select
 
-from core.models import Alarm, Attempt, Delivery, Post
-from core.states import ACTIVE_DELIVERY, DeliveryStatus, PostStatus
+from core.domain.states import ACTIVE_DELIVERY, DeliveryStatus, PostStatus
+from core.store.models import Alarm, Attempt, Delivery, Post
 
 #: Posts the queue should be carrying: their slot is due, or comes before the next tick.
 UPCOMING = (PostStatus.SCHEDULED,)

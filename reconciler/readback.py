@@ -23,12 +23,13 @@ from functools import partial
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from core import db, plugins
-from core.adapter import Adapter, PublishContext
-from core.errors import HeraldError
+from core.domain.errors import HeraldError
 from core.ledger.observations import mark_first_seen
-from core.models import Alarm, AlarmKind, Channel, Delivery
-from core.transport import call_platform, http_client
+from core.plugins import manager as plugins
+from core.plugins.adapter import Adapter, PublishContext
+from core.plugins.transport import call_platform, http_client
+from core.store import db
+from core.store.models import Alarm, AlarmKind, Channel, Delivery
 from reconciler import alarms, queries
 
 log = logging.getLogger(__name__)

@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core import db
-from core.arming import arm
-from core.clock import Clock, DatabaseClock
 from core.config import Settings, settings
-from core.models import Tick
+from core.runtime.arming import arm
+from core.runtime.clock import Clock, DatabaseClock
+from core.store import db
+from core.store.models import Tick
 from reconciler import alarms, queries, readback
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 
 from core.config import settings
-from core.events import AlarmEvent
-from core.hookspecs import hookimpl
-from core.plugins import read_plugins_toml
+from core.plugins.events import AlarmEvent
+from core.plugins.hookspecs import hookimpl
+from core.plugins.manager import read_plugins_toml
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.states import PartState
+from core.domain.states import PartState
 
 
 @dataclass(frozen=True)

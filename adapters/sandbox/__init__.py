@@ -7,7 +7,7 @@ strategy and injects faults; ``adapters.py`` holds one adapter per strategy.
 from __future__ import annotations
 
 from adapters.sandbox.adapters import SANDBOX_ADAPTERS, SandboxNative, SandboxNone, SandboxReadback
-from core.hookspecs import RegisterAdapter, hookimpl
+from core.plugins import RegisterAdapter, hookimpl
 
 __all__ = ["SandboxNative", "SandboxNone", "SandboxReadback", "herald_register_adapters"]
 

@@ -1,7 +1,7 @@
 """The three sandbox adapters: one per dedupe strategy, all against the sandbox platform.
 
 Every answer of the platform goes through :func:`raise_for_answer`; httpx transport
-errors are left to ``core.transport.call_platform``, which maps them for every adapter.
+errors are left to ``core.plugins.transport.call_platform``, which maps them for every adapter.
 """
 
 from __future__ import annotations
@@ -10,9 +10,20 @@ from typing import Any, ClassVar
 
 import httpx
 
-from core.adapter import Adapter, Limits, PublishContext, Published
-from core.errors import Ambiguous, AuthExpired, ConfigError, NotSent, RateLimited, Rejected
-from core.states import Reason, Strategy
+from core.plugins import (
+    Adapter,
+    Ambiguous,
+    AuthExpired,
+    ConfigError,
+    Limits,
+    NotSent,
+    PublishContext,
+    Published,
+    RateLimited,
+    Reason,
+    Rejected,
+    Strategy,
+)
 
 #: How long the sandbox's native strategy remembers an Idempotency-Key (unless a fault says less).
 NATIVE_KEY_TTL = 24 * 60 * 60.0

@@ -22,21 +22,21 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.orm import Session
 
-from core import db
-from core.adapter import Published
-from core.admission import Admit, Hold, Wait, admit
-from core.errors import FencedOut
-from core.keys import delivery_key
+from core.domain.admission import Admit, Hold, Wait, admit
+from core.domain.errors import FencedOut
+from core.domain.keys import delivery_key
+from core.domain.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 from core.ledger import statements as sql
-from core.models import (
+from core.ledger.pipeline import Direct, Pipeline, pipelined
+from core.plugins.adapter import Published
+from core.store import db
+from core.store.models import (
     AccountStatus,
     Approval,
     Channel,
     Delivery,
     Publication,
 )
-from core.pipeline import Direct, Pipeline, pipelined
-from core.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.errors import Conflict, NotFound
+from core.domain.errors import Conflict, NotFound
+from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
 from core.ledger.attempts import delivery_state, delivery_states, move
-from core.models import Approval, Delivery, DeliveryPart, Post
-from core.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
+from core.store.models import Approval, Delivery, DeliveryPart, Post
 
 
 def insert_post(

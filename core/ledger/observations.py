@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import update
 
-from core import db
-from core.models import Delivery
+from core.store import db
+from core.store.models import Delivery
 
 
 def mark_first_seen(delivery_id: int, now: datetime) -> None:

@@ -16,8 +16,8 @@ from typing import cast
 from sqlalchemy import Boolean, Table, bindparam, exists, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
-from core.states import DeliveryStatus, PartState, PostStatus
+from core.domain.states import DeliveryStatus, PartState, PostStatus
+from core.store.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
 
 GLOBAL_STOP = "emergency_stop"
 
@@ -51,7 +51,7 @@ _CAS = (
     update(posts)
     .where(
         posts.c.id == bindparam("b_post"),
-        # Not IN (…): an expanding IN is rendered per execution, and core.pipeline
+        # Not IN (…): an expanding IN is rendered per execution, and core.ledger.pipeline
         # compiles each statement once.
         or_(posts.c.status == PostStatus.SCHEDULED, posts.c.status == PostStatus.PUBLISHING),
         or_(posts.c.lease_owner.is_(None), posts.c.lease_expires_at < bindparam("b_stale_before")),
@@ -244,7 +244,7 @@ POST_STATUS_RELEASED = POST_STATUS.values(lease_owner=None, lease_expires_at=Non
 # its read, the claim's three writes per delivery, and a one-part result's four fenced
 # writes with its publication row. The sub-statements share one snapshot; every write
 # behind a fence is gated on the fence update having matched, so a fenced-out write
-# changes nothing (and is rolled back). core.pipeline sends them with the statements
+# changes nothing (and is rolled back). core.ledger.pipeline sends them with the statements
 # around them, a transaction's worth in two round trips.
 
 _claimed = _CAS.returning(posts.c.id, *_CLAIMED_COLUMNS).cte("claimed")

@@ -32,9 +32,10 @@ from redis import Redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from core import config, db, schema
-from core.channels import add_channel
+from core import config
 from core.config import Settings
+from core.services.channels import add_channel
+from core.store import db, schema
 from tests.chaos.history import History
 
 ROOT = Path(__file__).resolve().parents[2]

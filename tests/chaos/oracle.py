@@ -19,9 +19,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from core import db
-from core.models import Alarm, AlarmKind, Attempt, Channel, Delivery, DeliveryPart, Post
-from core.states import ACTIVE_DELIVERY, DeliveryStatus, PartState
+from core.domain.states import ACTIVE_DELIVERY, DeliveryStatus, PartState
+from core.store import db
+from core.store.models import Alarm, AlarmKind, Attempt, Channel, Delivery, DeliveryPart, Post
 
 STRATEGY_OF = {"sandbox-native": "native", "sandbox-readback": "readback", "sandbox-none": "none"}
 STRATEGY_NAME = {"native": "native_key", "readback": "read_back", "none": "none"}

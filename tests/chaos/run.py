@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from core import db
-from core.models import Post, Tick
-from core.posts import create_post
-from core.states import PostStatus
+from core.domain.states import PostStatus
+from core.services.posts import create_post
+from core.store import db
+from core.store.models import Post, Tick
 from tests.chaos.cluster import CHANNELS, TIMINGS, Cluster
 from tests.chaos.history import History
 from tests.chaos.oracle import Classified, classify

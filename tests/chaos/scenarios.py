@@ -20,8 +20,8 @@ from typing import Any
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from core.arming import JOB_TIMEOUT, job_id
-from core.queue import post_queue
+from core.runtime.arming import JOB_TIMEOUT, job_id
+from core.runtime.queue import post_queue
 from tests.chaos.cluster import TIMINGS, Cluster
 from tests.chaos.history import History
 
@@ -301,7 +301,7 @@ class Injectors:
                 job = Job.fetch(job_id(post_id), connection=queue.connection)
             except NoSuchJobError:
                 job = queue.create_job(
-                    "core.publish.publish_post",
+                    "core.runtime.job.publish_post",
                     args=(post_id,),
                     job_id=job_id(post_id),
                     timeout=JOB_TIMEOUT,

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rq.job import Job, JobStatus
 
-from core.arming import job_id
-from core.posts import create_post, describe_post
-from core.queue import post_queue
+from core.runtime.arming import job_id
+from core.runtime.queue import post_queue
+from core.services.posts import create_post, describe_post
 from reconciler.tick import tick
 from tests.integration.conftest import Sandbox, drain
 

@@ -30,10 +30,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from adapters.sandbox.server import SandboxServer
-from core import config, db, publish, schema
-from core.channels import add_channel
+from core import config
 from core.config import Settings
-from core.models import Base
+from core.runtime import job as publish
+from core.services.channels import add_channel
+from core.store import db, schema
+from core.store.models import Base
 
 ROOT = Path(__file__).resolve().parents[2]
 _queues = itertools.count(1)
@@ -265,8 +267,8 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: fl
 
 def drain() -> None:
     """Run every queued post job in this process, as a worker would, then return."""
-    from core.queue import connection, post_queue
-    from core.worker import HeraldWorker
+    from core.runtime.queue import connection, post_queue
+    from core.runtime.worker import HeraldWorker
 
     HeraldWorker([post_queue()], connection=connection()).work(burst=True, with_scheduler=False)
 

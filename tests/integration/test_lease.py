@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core import db, ledger
-from core.adapter import Published
+from core import ledger
 from core.config import Settings
-from core.models import Post
-from core.posts import create_post, describe_post
-from core.publish import Heartbeat
+from core.plugins.adapter import Published
+from core.runtime.job import Heartbeat
+from core.services.posts import create_post, describe_post
+from core.store import db
+from core.store.models import Post
 from tests.integration.conftest import Sandbox, drain
 
 pytestmark = pytest.mark.integration
@@ -91,7 +92,7 @@ def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_ke
 
     platform.faults()  # the platform is fast again
     time.sleep(1.5)  # the slow request lands meanwhile; backoff passes
-    from core.arming import arm
+    from core.runtime.arming import arm
 
     arm(post_id)
     drain()

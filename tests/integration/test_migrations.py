@@ -9,8 +9,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-from core import db, schema
-from core.models import Base
+from core.store import db, schema
+from core.store.models import Base
 from tests.integration.conftest import _throwaway_postgres
 
 pytestmark = pytest.mark.integration

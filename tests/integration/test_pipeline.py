@@ -1,4 +1,4 @@
-"""core.pipeline: statements sent to PostgreSQL without waiting, and the same calls on SQLite."""
+"""core.ledger.pipeline: statements sent to PostgreSQL without waiting, and the same calls on SQLite."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 from sqlalchemy import bindparam, insert, select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from core import db
 from core.config import Settings
+from core.domain.states import DeliveryStatus
 from core.ledger import statements as sql
-from core.models import Switch
-from core.pipeline import pipelined
-from core.posts import create_post
-from core.states import DeliveryStatus
+from core.ledger.pipeline import pipelined
+from core.services.posts import create_post
+from core.store import db
+from core.store.models import Switch
 
 pytestmark = pytest.mark.integration
 

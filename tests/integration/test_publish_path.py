@@ -13,16 +13,17 @@ import pytest
 from rq.job import Job
 from sqlalchemy import func, select, text
 
-from core import db, ledger
-from core.adapter import Published
-from core.arming import arm, job_id
-from core.channels import add_channel
+from core import ledger
 from core.config import Settings
-from core.controls import set_account_status, set_emergency_stop
-from core.errors import FencedOut
-from core.models import AccountStatus, Publication
-from core.posts import approve_post, cancel_post, create_post, describe_post, reschedule_post
-from core.queue import post_queue
+from core.domain.errors import FencedOut
+from core.plugins.adapter import Published
+from core.runtime.arming import arm, job_id
+from core.runtime.queue import post_queue
+from core.services.channels import add_channel
+from core.services.controls import set_account_status, set_emergency_stop
+from core.services.posts import approve_post, cancel_post, create_post, describe_post, reschedule_post
+from core.store import db
+from core.store.models import AccountStatus, Publication
 from tests.integration.conftest import Sandbox, Workers, drain, wait_until
 
 pytestmark = pytest.mark.integration
@@ -232,7 +233,7 @@ def test_4xx_rejection_is_terminal_with_its_reason_and_other_channels_publish(
 def test_401_holds_the_delivery_and_disconnects_the_channel_while_others_publish(
     channels: dict[str, str], platform: Sandbox, sandbox_url: str
 ) -> None:
-    from core.channels import list_channels
+    from core.services.channels import list_channels
 
     platform.token("t-revoked", "revoked")
     add_channel("revoked", "sandbox-readback", {"base_url": sandbox_url, "token": "t-revoked"})
@@ -348,7 +349,7 @@ def test_a_second_publication_of_the_same_slot_and_revision_returns_the_first(ch
 
 
 def next_attempt_at(post_id: int, channel: str) -> datetime:
-    from core.models import Channel, Delivery
+    from core.store.models import Channel, Delivery
 
     with db.reading() as s:
         query = (
@@ -358,7 +359,7 @@ def next_attempt_at(post_id: int, channel: str) -> datetime:
 
 
 def by_channel_id(s: Any, post_id: int) -> int:
-    from core.models import Delivery
+    from core.store.models import Delivery
 
     return int(s.execute(select(Delivery.channel_id).where(Delivery.post_id == post_id)).scalar_one())
 

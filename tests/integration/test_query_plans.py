@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Select, text
 
-from core import db
 from core.config import Settings
+from core.store import db
 from reconciler import queries
 
 pytestmark = pytest.mark.integration

@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from core import db
-from core.clock import DatabaseClock
-from core.models import Alarm, AlarmKind
-from core.posts import create_post, describe_post
+from core.runtime.clock import DatabaseClock
+from core.services.posts import create_post, describe_post
+from core.store import db
+from core.store.models import Alarm, AlarmKind
 from reconciler import readback
 from tests.integration.conftest import Sandbox, drain
 

@@ -19,15 +19,16 @@ import pytest
 from redis import Redis
 from sqlalchemy import select
 
-from core import db, ledger
+from core import ledger
 from core.config import Settings
-from core.controls import set_emergency_stop
-from core.events import AlarmEvent
-from core.hookspecs import hookimpl
-from core.models import Attempt, Post
-from core.plugins import plugin_manager
-from core.posts import create_post, describe_post
-from core.queue import post_queue
+from core.plugins.events import AlarmEvent
+from core.plugins.hookspecs import hookimpl
+from core.plugins.manager import plugin_manager
+from core.runtime.queue import post_queue
+from core.services.controls import set_emergency_stop
+from core.services.posts import create_post, describe_post
+from core.store import db
+from core.store.models import Attempt, Post
 from reconciler.tick import tick
 from tests.integration.conftest import ROOT, Sandbox, Workers, drain, wait_until
 

@@ -19,16 +19,19 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy import func, select
 
-from core import config, db, hookspecs, plugins
-from core.adapter import Adapter, Limits, PublishContext, Published
-from core.arming import arm
-from core.channels import add_channel
+from core import config
 from core.config import Settings
-from core.errors import UserError
-from core.models import Post
-from core.posts import create_post, describe_post
-from core.queue import post_queue
-from core.states import Strategy
+from core.domain.errors import UserError
+from core.domain.states import Strategy
+from core.plugins import hookspecs
+from core.plugins import manager as plugins
+from core.plugins.adapter import Adapter, Limits, PublishContext, Published
+from core.runtime.arming import arm
+from core.runtime.queue import post_queue
+from core.services.channels import add_channel
+from core.services.posts import create_post, describe_post
+from core.store import db
+from core.store.models import Post
 from tests.integration.conftest import ROOT, Sandbox, Workers, drain, wait_until
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from core.admission import Admit, Hold, Wait, admit, media_ready
-from core.models import Account, AccountStatus, Approval, Channel, Post
-from core.states import Reason
+from core.domain.admission import Admit, Hold, Wait, admit, media_ready
+from core.domain.states import Reason
+from core.store.models import Account, AccountStatus, Approval, Channel, Post
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

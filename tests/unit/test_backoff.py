@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from core.backoff import retry_delay
+from core.domain.backoff import retry_delay
 
 BASE = 2.0
 CAP = 600.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.config import Settings, from_env
-from core.errors import ConfigError
+from core.domain.errors import ConfigError
 
 
 def test_defaults_are_consistent() -> None:

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.keys import KEY_LENGTH, delivery_key
+from core.domain.keys import KEY_LENGTH, delivery_key
 
 SLOT = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 ARGS = (7, 3, SLOT, 1, 0)

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from core import config, hookspecs, plugins
-from core.adapter import Adapter, PublishContext, Published
+from core import config
 from core.config import Settings
-from core.errors import ConfigError, NotFound
-from core.states import Strategy
+from core.domain.errors import ConfigError, NotFound
+from core.domain.states import Strategy
+from core.plugins import hookspecs
+from core.plugins import manager as plugins
+from core.plugins.adapter import Adapter, PublishContext, Published
 
 ROOT = Path(__file__).resolve().parents[2]
 

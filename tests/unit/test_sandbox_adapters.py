@@ -11,10 +11,10 @@ import respx
 
 from adapters.sandbox import herald_register_adapters
 from adapters.sandbox.adapters import SandboxAdapter, SandboxNative, SandboxNone, SandboxReadback
-from core.adapter import Adapter, Limits, PublishContext, Published
-from core.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
-from core.states import Reason, Strategy
-from core.transport import call_platform
+from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
+from core.domain.states import Reason, Strategy
+from core.plugins.adapter import Adapter, Limits, PublishContext, Published
+from core.plugins.transport import call_platform
 
 BASE = "http://sandbox.test"
 ADAPTERS: list[type[SandboxAdapter]] = [SandboxNative, SandboxReadback, SandboxNone]

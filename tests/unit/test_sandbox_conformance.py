@@ -9,9 +9,9 @@ import pytest
 import respx
 
 from adapters.sandbox.adapters import SandboxNative, SandboxNone, SandboxReadback
-from core.adapter import Adapter, PublishContext, Published
-from core.conformance import KEY, AdapterContract
-from core.errors import NotSent
+from core.domain.errors import NotSent
+from core.plugins.adapter import Adapter, PublishContext, Published
+from core.plugins.conformance import KEY, AdapterContract
 
 BASE = "http://sandbox.test"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import Conflict
-from core.states import (
+from core.domain.errors import Conflict
+from core.domain.states import (
     ADMISSION_HOLDS,
     DELIVERY_TRANSITIONS,
     REASONS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.states import PartState
+from core.domain.states import PartState
 from threads.chain import ChainBroken, reply_targets, split_parts
 from threads.progress import Progress, progress
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.errors import UserError
-from core.timing import parse_duration, parse_instant, show, zone
+from core.domain.errors import UserError
+from core.domain.timing import parse_duration, parse_instant, show, zone
 
 
 def test_instant_with_an_offset_is_converted_to_utc() -> None:

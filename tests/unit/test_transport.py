@@ -8,8 +8,8 @@ import httpx
 import pytest
 import respx
 
-from core.errors import Ambiguous, NotSent, PublishError
-from core.transport import call_platform
+from core.domain.errors import Ambiguous, NotSent, PublishError
+from core.plugins.transport import call_platform
 
 URL = "https://platform.test/posts"
 REQUEST = httpx.Request("POST", URL)

@@ -1,0 +1,318 @@
+"""The ``herald`` command. Each command's docstring is its help."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from redis.exceptions import RedisError
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.exc import OperationalError
+
+from core.cli import watch as cli_watch
+from core.domain.errors import HeraldError, UserError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Schedule a post once; herald publishes it.")
+channel_app = typer.Typer(no_args_is_help=True, help="Channels: where posts go.")
+post_app = typer.Typer(no_args_is_help=True, help="Posts: create, show, move, cancel, approve.")
+sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
+account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
+app.add_typer(channel_app, name="channel")
+app.add_typer(post_app, name="post")
+app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(account_app, name="account")
+
+out = Console()
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@app.command()
+def init() -> None:
+    """Create the database, or upgrade it to the newest schema."""
+    from core.config import settings
+    from core.store import schema
+
+    schema.upgrade()
+    out.print(f"database ready: {settings().database_url}")
+
+
+@app.command()
+def adapters(as_json: JsonOpt = False) -> None:
+    """List the platform adapters: name, version, strategy, key TTL, plugin, enabled."""
+    from core.plugins.manager import describe
+
+    rows = describe()
+    if as_json:
+        _print_json([r.__dict__ for r in rows])
+        return
+    table = Table("name", "version", "strategy", "key_ttl", "plugin", "enabled")
+    for r in rows:
+        ttl = "-" if r.key_ttl is None else f"{r.key_ttl:g}s"
+        table.add_row(r.name, r.version, r.strategy, ttl, r.plugin, "yes" if r.enabled else "no")
+    out.print(table)
+
+
+@channel_app.command("add")
+def channel_add(
+    platform: Annotated[str, typer.Option(help="Adapter name, see `herald adapters`.")],
+    name: Annotated[str, typer.Option(help="A unique name for the channel.")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="A channel setting, key=value; repeatable.")] = None,
+    account: Annotated[str, typer.Option(help="The account the channel belongs to.")] = "default",
+) -> None:
+    """Add a channel, e.g. --platform sandbox-native --name n1 --set base_url=http://127.0.0.1:8025"""
+    from core.services.channels import add_channel, parse_settings
+
+    add_channel(name, platform, parse_settings(set_ or []), account)
+    out.print(f"channel {name} added ({platform})")
+
+
+@channel_app.command("list")
+def channel_list(as_json: JsonOpt = False) -> None:
+    """List channels with their platform, account and connection."""
+    from core.services.channels import list_channels
+
+    rows = list_channels()
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("name", "platform", "account", "connected")
+    for r in rows:
+        table.add_row(r["name"], r["platform"], r["account"], "yes" if r["connected"] else "NO: reconnect it")
+    out.print(table)
+
+
+@channel_app.command("reconnect")
+def channel_reconnect(
+    name: str,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="New settings, key=value.")] = None,
+) -> None:
+    """Mark a channel connected again (after new credentials); held deliveries go out."""
+    from core.services.channels import parse_settings, reconnect_channel
+    from core.services.posts import lift_admission_holds
+
+    reconnect_channel(name, parse_settings(set_ or []))
+    armed = lift_admission_holds()
+    out.print(f"channel {name} connected; {len(armed)} post(s) armed again")
+
+
+def _slot(at: str | None, in_: str | None, zone: str | None, fold: int | None) -> tuple[datetime | None, str]:
+    from core.domain.timing import parse_duration, parse_instant
+
+    if at and in_:
+        raise UserError("give --at or --in, not both")
+    if in_:
+        return datetime.now(UTC) + parse_duration(in_), zone or "UTC"
+    if at:
+        return parse_instant(at, zone, fold)
+    return None, zone or "UTC"
+
+
+@post_app.command("create")
+def post_create(
+    channel: Annotated[list[str], typer.Option(help="Channel name; repeat for several.")],
+    text: Annotated[str | None, typer.Option(help="The text of a one-part post.")] = None,
+    part: Annotated[list[str] | None, typer.Option(help="One part of a thread; repeat in order.")] = None,
+    parts_file: Annotated[
+        Path | None, typer.Option(help="A file of parts separated by a line '---'.", exists=True, dir_okay=False)
+    ] = None,
+    at: Annotated[str | None, typer.Option(help="ISO 8601 with offset, or local with --zone.")] = None,
+    in_: Annotated[str | None, typer.Option("--in", help="From now: 30s, 5m, 2h, 1d.")] = None,
+    zone: Annotated[str | None, typer.Option(help="IANA zone of --at and for display.")] = None,
+    fold: Annotated[int | None, typer.Option(help="0 or 1: which of a repeated local time.", min=0, max=1)] = None,
+    not_before: Annotated[str | None, typer.Option(help="Embargo: never before this instant.")] = None,
+    needs_approval: Annotated[bool, typer.Option(help="Hold until `herald post approve`.")] = False,
+) -> None:
+    """Schedule a post (now, --at an instant, or --in a delay) and print its id."""
+    from core.domain.timing import parse_instant
+    from core.services.posts import create_post
+
+    texts = list(part or [])
+    if text is not None:
+        texts.insert(0, text)
+    if parts_file is not None:
+        from threads.chain import split_parts
+
+        texts += split_parts(parts_file.read_text())
+    when, shown_in = _slot(at, in_, zone, fold)
+    embargo = parse_instant(not_before, zone, fold)[0] if not_before else None
+    post_id = create_post(
+        channels=channel, parts=texts, at=when, zone=shown_in, not_before=embargo, needs_approval=needs_approval
+    )
+    sys.stdout.write(f"{post_id}\n")
+
+
+@post_app.command("show")
+def post_show(post_id: int, as_json: JsonOpt = False) -> None:
+    """Show a post: its status, each delivery's status, reason, platform id and url, attempts;
+    for a thread, how far it got on each channel and every part's state and platform id."""
+    from core.services.posts import describe_post
+
+    info = describe_post(post_id)
+    if as_json:
+        _print_json(info)
+        return
+    out.print(f"post {info['id']}  [bold]{info['status']}[/]  slot {info['scheduled_at']} ({info['zone']})")
+    table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
+    for d in info["deliveries"]:
+        reason = f"{d['reason']}: {d['explanation']} {d['action']}" if d["reason"] else (d["detail"] or "")
+        table.add_row(
+            d["channel"], d["status"], d["progress"], reason, d["platform_id"] or "", d["url"] or "", str(d["attempts"])
+        )
+    out.print(table)
+    for d in info["deliveries"]:
+        if len(d["parts"]) < 2:
+            continue
+        thread = Table("part", "state", "platform id", "url", title=f"{d['channel']}: thread {d['progress']} published")
+        for p in d["parts"]:
+            thread.add_row(f"{p['index'] + 1}/{len(d['parts'])}", p["state"], p["platform_id"] or "", p["url"] or "")
+        out.print(thread)
+
+
+@post_app.command("cancel")
+def post_cancel(post_id: int) -> None:
+    """Cancel what has not been published yet."""
+    from core.services.posts import cancel_post
+
+    cancel_post(post_id)
+    out.print(f"post {post_id} cancelled")
+
+
+@post_app.command("reschedule")
+def post_reschedule(
+    post_id: int,
+    at: Annotated[str | None, typer.Option(help="ISO 8601 with offset, or local with --zone.")] = None,
+    in_: Annotated[str | None, typer.Option("--in", help="From now: 30s, 5m, 2h.")] = None,
+    zone: Annotated[str | None, typer.Option(help="IANA zone of --at.")] = None,
+    fold: Annotated[int | None, typer.Option(min=0, max=1)] = None,
+) -> None:
+    """Move a post that has not started publishing to a new slot."""
+    from core.services.posts import reschedule_post
+
+    when, shown_in = _slot(at, in_, zone, fold)
+    if when is None:
+        raise UserError("give the new slot with --at or --in")
+    reschedule_post(post_id, when, shown_in)
+    out.print(f"post {post_id} moved")
+
+
+@post_app.command("approve")
+def post_approve(post_id: int) -> None:
+    """Approve a post held for approval."""
+    from core.services.posts import approve_post
+
+    approve_post(post_id)
+    out.print(f"post {post_id} approved")
+
+
+@app.command()
+def stop(account: Annotated[str | None, typer.Option(help="Only this account.")] = None) -> None:
+    """Emergency stop: hold every post from now on (everywhere, or for one account)."""
+    from core.services.controls import set_emergency_stop
+
+    set_emergency_stop(True, account)
+    out.print(f"emergency stop ON{' for ' + account if account else ''}: nothing will be sent")
+
+
+@app.command()
+def resume(account: Annotated[str | None, typer.Option(help="Only this account.")] = None) -> None:
+    """Lift the emergency stop; held posts are armed again."""
+    from core.services.controls import set_emergency_stop
+
+    armed = set_emergency_stop(False, account)
+    out.print(f"emergency stop off; {len(armed)} post(s) armed again")
+
+
+@account_app.command("status")
+def account_status(name: str, status: Annotated[str, typer.Argument(help="active, unpaid or suspended")]) -> None:
+    """Set an account's standing; unpaid or suspended accounts' posts are held."""
+    from core.services.controls import set_account_status
+    from core.store.models import AccountStatus
+
+    try:
+        standing = AccountStatus(status)
+    except ValueError:
+        raise UserError(f"{status!r}: use active, unpaid or suspended") from None
+    set_account_status(name, standing)
+    out.print(f"account {name}: {standing}")
+
+
+@app.command()
+def worker(
+    burst: Annotated[bool, typer.Option(help="Stop when the queue is empty.")] = False,
+    scheduler: Annotated[bool, typer.Option(help="Also run rq's scheduler (timers for due posts).")] = True,
+) -> None:
+    """Run a worker that publishes posts (with rq's scheduler)."""
+    from core.runtime.worker import run_worker
+
+    run_worker(burst=burst, with_scheduler=scheduler)
+
+
+@app.command()
+def run(
+    demo: Annotated[bool, typer.Option(help="Seed demo channels and posts on the sandbox.")] = True,
+    sandbox_port: Annotated[int, typer.Option(help="Port of the sandbox platform.")] = 8025,
+    workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 2,
+) -> None:
+    """Run everything for the embedded default: database, queue, sandbox, workers."""
+    from core.cli.run import run_all
+
+    run_all(demo=demo, sandbox_port=sandbox_port, workers=workers)
+
+
+@sandbox_app.command("serve")
+def sandbox_serve(
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8025,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+) -> None:
+    """Serve the sandbox platform (its feed at /, its admin API under /sandbox)."""
+    from adapters.sandbox.server import serve
+
+    serve(host, port)
+
+
+cli_watch.register(app)
+
+
+def main() -> None:
+    """Entry point: errors reach people as one line that names the fix, never a traceback."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        # Outside standalone mode click returns an Exit's code instead of exiting.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
+    except HeraldError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        raise SystemExit(2) from None
+    except OperationalError as exc:
+        Console(stderr=True).print(
+            f"[red]error:[/] the database is unreachable or not initialised ({exc.orig}); run `herald init`",
+            highlight=False,
+        )
+        raise SystemExit(2) from None
+    except RedisError as exc:
+        Console(stderr=True).print(f"[red]error:[/] Redis is unreachable ({exc}); check HERALD_REDIS_URL")
+        raise SystemExit(2) from None
+    except (typer.Abort, KeyboardInterrupt):
+        raise SystemExit(130) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.TyperException as exc:  # usage errors, from the click typer carries
+        if not hasattr(exc, "show"):
+            raise
+        exc.show()
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""``python -m core.cli``."""
+
+from core.cli import main
+
+main()

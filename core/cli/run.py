@@ -1,0 +1,105 @@
+"""``herald run``: the whole embedded default in one process tree.
+
+The parent owns the embedded Redis-compatible server and hands its address to every
+child (sandbox platform, workers), so they all share one queue. Ctrl-C stops them all.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import webbrowser
+from pathlib import Path
+
+import httpx
+from sqlalchemy import select
+
+from core.config import settings
+from core.runtime.queue import redis_url, stop_embedded
+from core.store import db, schema
+from core.store.models import Channel
+
+DEMO_CHANNELS = {"demo-native": "sandbox-native", "demo-readback": "sandbox-readback", "demo-none": "sandbox-none"}
+
+
+def _spawn(args: list[str], env: dict[str, str], log_dir: Path, name: str) -> subprocess.Popen[bytes]:
+    log = (log_dir / f"{name}.log").open("ab")
+    return subprocess.Popen([sys.executable, "-m", "core.cli", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_for(url: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise SystemExit(f"error: {url} did not answer within {timeout:g}s; see {settings().home}/sandbox.log")
+
+
+def seed_demo(sandbox_url: str) -> list[int]:
+    """Demo channels, one per sandbox strategy, and a post going out in 10 seconds."""
+    from core.domain.timing import parse_duration
+    from core.services.channels import add_channel
+    from core.services.posts import create_post
+
+    with db.reading() as s:
+        existing = set(s.execute(select(Channel.name)).scalars())
+    for name, platform in DEMO_CHANNELS.items():
+        if name not in existing:
+            add_channel(name, platform, {"base_url": sandbox_url})
+    from datetime import UTC, datetime
+
+    at = datetime.now(UTC) + parse_duration("10s")
+    return [
+        create_post(channels=list(DEMO_CHANNELS), parts=["Hello from herald: one post, three channels, once."], at=at),
+        create_post(
+            channels=["demo-native"],
+            parts=["A thread, part 1/3", "part 2/3 replies to 1", "part 3/3 replies to 2"],
+            at=at + parse_duration("5s"),
+        ),
+    ]
+
+
+def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
+    cfg = settings()
+    home = cfg.home_path
+    home.mkdir(parents=True, exist_ok=True)
+    schema.upgrade()
+    # The embedded server outlives the CLI commands that start it; the one herald run
+    # uses is stopped with it.
+    embedded = not cfg.redis_url
+    env = {**os.environ, "HERALD_REDIS_URL": redis_url(), "HERALD_DATABASE_URL": cfg.database_url}
+    sandbox_url = f"http://127.0.0.1:{sandbox_port}"
+    children = [_spawn(["sandbox", "serve", "--port", str(sandbox_port)], env, home, "sandbox")]
+    children += [_spawn(["worker"], env, home, f"worker-{i}") for i in range(workers)]
+    children.append(_spawn(["reconcile"], env, home, "reconciler"))
+    try:
+        _wait_for(f"{sandbox_url}/sandbox/health")
+        print(f"herald is running: database {cfg.database_url}, queue {env['HERALD_REDIS_URL']}")
+        print(f"sandbox platform feed: {sandbox_url}/   (logs in {home}/)")
+        if demo:
+            ids = seed_demo(sandbox_url)
+            print(f"demo posts {', '.join(map(str, ids))} go out in ~10 s: `herald post show {ids[0]}`")
+        webbrowser.open(f"{sandbox_url}/")
+        print("Ctrl-C stops everything.")
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        print("error: a herald process stopped; see the logs in", home, file=sys.stderr)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if embedded:
+            stop_embedded(home)

@@ -1,0 +1,118 @@
+"""The ``herald`` commands for watching and repairing: reconcile, health, timeline, alarms."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+out = Console()
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def reconcile(
+        once: Annotated[bool, typer.Option(help="Run one tick and exit.")] = False,
+        interval: Annotated[float | None, typer.Option(help="Seconds between ticks (HERALD_TICK_SECONDS).")] = None,
+    ) -> None:
+        """Re-arm what should be moving: due posts without a live job, stale leases, due retries."""
+        from reconciler.tick import run_forever, tick
+
+        if once:
+            report = tick()
+            out.print(
+                f"armed {report.armed} post(s); alarms raised {report.missed_raised + report.duplicates}, "
+                f"resolved {report.resolved}; read back {report.seen} ({report.duration_ms:.0f} ms)"
+            )
+            return
+        run_forever(interval)
+
+    @app.command()
+    def health(as_json: JsonOpt = False) -> None:
+        """Last reconciler tick, queue depth, oldest unclaimed due slot, open alarms.
+        Exits 1 when unhealthy, for monitoring."""
+        from reconciler.health import health as read_health
+
+        report = read_health()
+        if as_json:
+            _print_json(report.as_json())
+        else:
+            out.print(f"last reconciler tick: {_ago(report.last_tick_age)} ago")
+            out.print(f"queue: {report.queued} queued, {report.scheduled} scheduled")
+            out.print(f"oldest unclaimed due slot: {_ago(report.oldest_unclaimed_due_age)}")
+            out.print(f"open alarms: {report.open_alarms}")
+            for problem in report.problems:
+                out.print(f"[red]unhealthy:[/] {problem}")
+            if report.healthy:
+                out.print("[green]healthy[/]")
+        raise typer.Exit(0 if report.healthy else 1)
+
+    @app.command()
+    def timeline(post_id: int, as_json: JsonOpt = False) -> None:
+        """Per delivery: slot, claimed, confirmed, first seen, the gaps, and the attempts log."""
+        from core.services.timeline import timeline as read_timeline
+
+        info = read_timeline(post_id)
+        if as_json:
+            _print_json(info)
+            return
+        out.print(f"post {info['post']}  [bold]{info['status']}[/]  (times in {info['zone']})")
+        for d in info["deliveries"]:
+            out.print(f"\n[bold]{d['channel']}[/]  {d['status']}")
+            table = Table("instant", "at", "gap from previous")
+            table.add_row("slot", d["slot"], "")
+            table.add_row("claimed", d["claimed"] or "-", _secs(d["slot_to_claimed"]))
+            table.add_row("confirmed", d["confirmed"] or "-", _secs(d["claimed_to_confirmed"]))
+            table.add_row("first seen", d["first_seen"] or "-", _secs(d["confirmed_to_first_seen"]))
+            out.print(table)
+            if len(d["parts"]) > 1:
+                parts = Table("part", "state", "platform id", "url")
+                for p in d["parts"]:
+                    parts.add_row(str(p["index"] + 1), p["state"], p["platform_id"] or "", p["url"] or "")
+                out.print(parts)
+            log = Table("part", "fence", "worker", "action", "started", "outcome", "error")
+            for a in d["attempts"]:
+                log.add_row(
+                    str(a["part"] + 1),
+                    str(a["fence"]),
+                    a["worker"],
+                    a["action"],
+                    a["started"],
+                    a["outcome"] or "…",
+                    a["error"] or "",
+                )
+            out.print(log)
+
+    @app.command()
+    def alarms(
+        as_json: JsonOpt = False,
+        all_: Annotated[bool, typer.Option("--all", help="Include resolved alarms.")] = False,
+    ) -> None:
+        """List open alarms (missed slots, duplicates)."""
+        from reconciler.alarms import list_alarms
+
+        rows = list_alarms(include_resolved=all_)
+        if as_json:
+            _print_json([r.as_json() for r in rows])
+            return
+        table = Table("id", "kind", "state", "post", "channel", "slot", "detail")
+        for r in rows:
+            table.add_row(str(r.id), r.kind, r.state, str(r.post_id), r.channel, r.slot.isoformat(), r.detail)
+        out.print(table)
+
+
+def _ago(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.0f}s"
+
+
+def _secs(value: float | None) -> str:
+    return "" if value is None else f"+{value:.3f}s"

@@ -1,0 +1,89 @@
+"""Every error herald raises, under one root.
+
+::
+
+    HeraldError
+    ├── UserError                 bad input or a refused request; shown to people as is
+    │   ├── NotFound              no such post, channel, account, adapter
+    │   ├── Conflict              the request contradicts the row's state (edit while in doubt)
+    │   └── ConfigError           a setting or plugins.toml entry that cannot work
+    ├── PublishError              the outcome of one platform call that did not confirm a post
+    │   ├── NotSent               provably never reached the platform: safe to send again
+    │   ├── Ambiguous             may have landed: the part stays ``sending``
+    │   ├── RateLimited           the platform asked us to wait ``retry_after`` seconds
+    │   ├── Rejected              terminal refusal, with one ``Reason``
+    │   └── AuthExpired           the channel's credentials no longer work
+    └── FencedOut                 a newer claim superseded this attempt (internal)
+
+Adapters raise the ``PublishError`` family from one mapping function each; transport
+errors from httpx are mapped once, in ``core.plugins.transport``, for every adapter.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.domain.states import Reason
+
+
+class HeraldError(Exception):
+    """Root of every herald error."""
+
+
+class UserError(HeraldError):
+    """A request herald refuses; the message names the problem and the fix."""
+
+
+class NotFound(UserError):
+    """The named post, channel, account or adapter does not exist."""
+
+
+class Conflict(UserError):
+    """The request contradicts the current state of the row."""
+
+
+class ConfigError(UserError):
+    """A setting that cannot work as given."""
+
+
+class PublishError(HeraldError):
+    """A platform call that did not end in a confirmed post."""
+
+    def __init__(self, message: str = "", *, status: int | None = None) -> None:
+        super().__init__(message or type(self).__name__)
+        #: HTTP status of the platform's answer, when there was one.
+        self.status = status
+
+
+class NotSent(PublishError):
+    """The request provably never reached the platform; sending again is safe."""
+
+
+class Ambiguous(PublishError):
+    """The request may have reached the platform; its outcome is unknown."""
+
+
+class RateLimited(PublishError):
+    """The platform refused for now and asked to be called again later."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None, status: int | None = 429) -> None:
+        super().__init__(message, status=status)
+        #: Seconds the platform asked us to wait, when it said.
+        self.retry_after = retry_after
+
+
+class Rejected(PublishError):
+    """The platform refused the post for good; sending it again will not help."""
+
+    def __init__(self, reason: Reason, message: str = "", *, status: int | None = None) -> None:
+        super().__init__(message or str(reason), status=status)
+        self.reason = reason
+
+
+class AuthExpired(PublishError):
+    """The channel's credentials were refused: a person must reconnect it."""
+
+
+class FencedOut(HeraldError):
+    """A newer claim superseded this attempt: it must stop and record nothing."""

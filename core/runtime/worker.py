@@ -1,0 +1,56 @@
+"""The rq worker that runs post jobs, and re-arms a post after its job ends.
+
+A running job is never cut short by arming (§7), and rq deletes a finished job's hash
+right after it returns – so a job cannot re-arm its own id. The worker does it instead,
+from the row, once rq has finished with the job – except after a job whose own committed
+write left the post ``published``: no action leads out of that state, so there is
+nothing to arm.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rq import Queue, SimpleWorker
+from rq.job import Job
+
+from core.runtime.arming import arm
+from core.runtime.job import settled
+from core.runtime.queue import connection, post_queue
+from core.store import db
+
+log = logging.getLogger(__name__)
+
+PUBLISH_FUNC = "core.runtime.job.publish_post"
+
+
+class HeraldWorker(SimpleWorker):
+    """An in-process worker: rq's fork per job costs 15–50 ms, and herald's lease and
+    fence make running jobs in the worker's own process safe."""
+
+    def work(self, *args: Any, **kwargs: Any) -> bool:
+        # One connection for every job's reads and writes and re-arms, while jobs follow
+        # each other within a second (``core.store.db.holding``): checking one out of the pool
+        # per job costs a ping and a reset.
+        with db.holding():
+            return bool(super().work(*args, **kwargs))
+
+    def perform_job(self, job: Job, queue: Queue) -> bool:
+        if job.func_name != PUBLISH_FUNC:
+            return bool(super().perform_job(job, queue))
+        ok: bool = super().perform_job(job, queue)  # on work()'s held connection, as is the re-arm
+        post_id = int(job.args[0])
+        if settled(post_id):
+            return ok
+        try:
+            arm(post_id)
+        except Exception:  # the reconciler re-arms from the row
+            log.exception("post %s: re-arm after its job failed", post_id)
+        return ok
+
+
+def run_worker(*, burst: bool = False, with_scheduler: bool = True, **kwargs: Any) -> bool:
+    """Work the post queue until stopped (or until it is empty, with ``burst``)."""
+    worker = HeraldWorker([post_queue()], connection=connection())
+    return bool(worker.work(burst=burst, with_scheduler=with_scheduler, **kwargs))

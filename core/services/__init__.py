@@ -1,0 +1,1 @@
+"""What people do, as typed inputs and typed views; the CLI, API and dashboard call only these."""

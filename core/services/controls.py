@@ -1,0 +1,40 @@
+"""The switches that stop publishing: the emergency stop (global or per account) and an
+account's standing. Admission reads them; lifting one re-admits what it held."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from core import ledger
+from core.runtime.clock import DatabaseClock
+from core.services.channels import account_named
+from core.services.posts import lift_admission_holds
+from core.store import db
+from core.store.models import AccountStatus, Switch
+
+
+def set_emergency_stop(on: bool, account: str | None = None) -> list[int]:
+    """Stop (or resume) publishing everywhere, or for one account.
+
+    Returns:
+        When resuming, the ids of the posts armed again.
+    """
+    now = DatabaseClock(db.engine()).now()
+    with db.transaction() as s:
+        if account is None:
+            switch = s.execute(select(Switch).where(Switch.name == ledger.GLOBAL_STOP)).scalar_one_or_none()
+            if switch is None:
+                switch = Switch(name=ledger.GLOBAL_STOP, changed_at=now)
+                s.add(switch)
+            switch.on = on
+            switch.changed_at = now
+        else:
+            account_named(s, account).emergency_stop = on
+    return [] if on else lift_admission_holds()
+
+
+def set_account_status(account: str, status: AccountStatus) -> list[int]:
+    """Mark an account active, unpaid or suspended; back to active re-admits its posts."""
+    with db.transaction() as s:
+        account_named(s, account, create=True).status = status
+    return lift_admission_holds() if status is AccountStatus.ACTIVE else []

@@ -1,0 +1,1 @@
+"""Engines and column types, models, schema and its migrations."""

@@ -1,0 +1,235 @@
+"""The tables. Truth lives here; the queue only carries post ids (§2).
+
+Every write to posts, deliveries, parts, publications and attempts goes through
+``core.ledger``; other modules read these models but do not change them.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason
+from core.store.db import UTCDateTime
+
+
+def _enum(kind: type[enum.Enum]) -> Enum:
+    # Stored as plain strings so adding a member needs no database type change.
+    return Enum(
+        kind,
+        native_enum=False,
+        create_constraint=False,
+        length=24,
+        values_callable=lambda members: [m.value for m in members],
+    )
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}
+
+
+class AccountStatus(enum.StrEnum):
+    #: In good standing.
+    ACTIVE = "active"
+    #: The bill is unpaid: publishing is held.
+    UNPAID = "unpaid"
+    #: Suspended: publishing is held.
+    SUSPENDED = "suspended"
+
+
+class Approval(enum.StrEnum):
+    #: No approval workflow for this post.
+    NOT_REQUIRED = "not_required"
+    #: Waiting for a reviewer: admission holds it.
+    PENDING = "pending"
+    #: A reviewer approved it.
+    APPROVED = "approved"
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    status: Mapped[AccountStatus] = mapped_column(_enum(AccountStatus), default=AccountStatus.ACTIVE)
+    emergency_stop: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime]
+
+
+class Switch(Base):
+    """Global switches (the global emergency stop)."""
+
+    __tablename__ = "switches"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    on: Mapped[bool] = mapped_column(default=False)
+    changed_at: Mapped[datetime]
+
+
+class Channel(Base):
+    __tablename__ = "channels"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    platform: Mapped[str] = mapped_column(String(64))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    connected: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime]
+
+
+class Post(Base):
+    __tablename__ = "posts"
+    __table_args__ = (
+        Index("ix_posts_status_scheduled_at", "status", "scheduled_at"),
+        Index("ix_posts_lease_expires_at", "lease_expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    status: Mapped[PostStatus] = mapped_column(_enum(PostStatus))
+    #: The slot, as a UTC instant.
+    scheduled_at: Mapped[datetime]
+    #: The IANA zone the slot was given in; everything is shown back in it.
+    zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    revision: Mapped[int] = mapped_column(default=1)
+    #: The authoring copy: a list of {"text": ..., "media": [...]}.
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    #: Embargo: a hard floor the platform must not see the post before.
+    not_before: Mapped[datetime | None]
+    approval: Mapped[Approval] = mapped_column(_enum(Approval), default=Approval.NOT_REQUIRED)
+    #: Incremented by every claim; every later write of that attempt carries it (§5).
+    fence: Mapped[int] = mapped_column(default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    deliveries: Mapped[list[Delivery]] = relationship(back_populates="post", order_by="Delivery.id")
+
+
+class Delivery(Base):
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("post_id", "channel_id", name="uq_deliveries_post_channel"),
+        Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        # The reconciler's read-back sweep looks at recent confirmations only.
+        Index("ix_deliveries_confirmed_at", "confirmed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), index=True)
+    status: Mapped[DeliveryStatus] = mapped_column(_enum(DeliveryStatus))
+    reason: Mapped[Reason | None] = mapped_column(_enum(Reason))
+    detail: Mapped[str | None] = mapped_column(Text)
+    #: When a retry (or an embargoed first send) is due.
+    next_attempt_at: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(default=0)
+    #: §14's instants: the claim, the platform's confirmation, the first read-back sighting.
+    claimed_at: Mapped[datetime | None]
+    confirmed_at: Mapped[datetime | None]
+    first_seen_at: Mapped[datetime | None]
+
+    post: Mapped[Post] = relationship(back_populates="deliveries")
+    channel: Mapped[Channel] = relationship()
+    parts: Mapped[list[DeliveryPart]] = relationship(order_by="DeliveryPart.idx")
+
+
+class DeliveryPart(Base):
+    __tablename__ = "delivery_parts"
+    __table_args__ = (UniqueConstraint("delivery_id", "idx", name="uq_delivery_parts_delivery_idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
+    idx: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    media: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    state: Mapped[PartState] = mapped_column(_enum(PartState), default=PartState.UNSENT)
+    #: The natural key (core.domain.keys), written with ``sending`` before the first call.
+    key: Mapped[str | None] = mapped_column(String(32))
+    attempt_started_at: Mapped[datetime | None]
+    platform_id: Mapped[str | None] = mapped_column(String(200))
+    url: Mapped[str | None] = mapped_column(String(500))
+    published_at: Mapped[datetime | None]
+
+
+class Publication(Base):
+    """One row per confirmed (post, channel, slot, revision): the unique index is the promise."""
+
+    __tablename__ = "publications"
+    __table_args__ = (UniqueConstraint("post_id", "channel_id", "slot", "revision", name="uq_publications_once"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    slot: Mapped[datetime]
+    revision: Mapped[int]
+    platform_id: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(String(500))
+    created_at: Mapped[datetime]
+
+
+class Attempt(Base):
+    """The attempts log: one row per platform call (or decision not to call)."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        Index("ix_attempts_post_id", "post_id"),
+        # The read-back sweep re-reads every delivery with an attempt in its settle window.
+        Index("ix_attempts_started_at", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
+    part_idx: Mapped[int]
+    fence: Mapped[int]
+    worker: Mapped[str] = mapped_column(String(200))
+    #: What was done: send, resend, find, adopt, hold.
+    action: Mapped[str] = mapped_column(String(24))
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    outcome: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class AlarmKind(enum.StrEnum):
+    #: A slot passed by more than the allowed delay with no publication and no hold.
+    MISSED_SLOT = "missed_slot"
+    #: More than one copy of a post on a channel for one slot.
+    DUPLICATE = "duplicate"
+
+
+class Alarm(Base):
+    """An alarm, raised once while its condition holds and resolved when it clears (§14)."""
+
+    __tablename__ = "alarms"
+    __table_args__ = (Index("ix_alarms_post_id", "post_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[AlarmKind] = mapped_column(_enum(AlarmKind))
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    slot: Mapped[datetime]
+    detail: Mapped[str] = mapped_column(Text)
+    #: ``kind:post:channel`` while open, NULL once resolved: the unique index lets one
+    #: alarm be open per condition, however many times two reconcilers raise it.
+    open_key: Mapped[str | None] = mapped_column(String(80), unique=True)
+    opened_at: Mapped[datetime]
+    resolved_at: Mapped[datetime | None]
+
+
+class Tick(Base):
+    """When each periodic loop last ran (the reconciler's is the health panel's first line)."""
+
+    __tablename__ = "ticks"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    at: Mapped[datetime]
+    duration_ms: Mapped[float]
+    armed: Mapped[int] = mapped_column(default=0)
