@@ -12,7 +12,9 @@
     │   ├── Ambiguous             may have landed: the part stays ``sending``
     │   ├── RateLimited           the platform asked us to wait ``retry_after`` seconds
     │   ├── Rejected              terminal refusal, with one ``Reason``
-    │   └── AuthExpired           the channel's credentials no longer work
+    │   ├── AuthExpired           the channel's credentials no longer work
+    │   └── AdapterError          the adapter failed outside this contract (a bug); ``sent`` says
+    │                             whether any request had been written when it did
     └── FencedOut                 a newer claim superseded this attempt (internal)
 
 Adapters raise the ``PublishError`` family from one mapping function each; transport
@@ -83,6 +85,20 @@ class Rejected(PublishError):
 
 class AuthExpired(PublishError):
     """The channel's credentials were refused: a person must reconnect it."""
+
+
+class AdapterError(PublishError):
+    """The adapter raised something that is not a publish outcome: a bug in the adapter.
+
+    It is still an outcome (§6 step 8): it counts toward the attempt budget and ends with
+    ``adapter_error``. ``sent`` tells whether a request had been written before it failed,
+    so a part is kept in doubt only when a copy may really exist.
+    """
+
+    def __init__(self, message: str = "", *, sent: bool) -> None:
+        super().__init__(message)
+        #: Whether any bytes of a request had reached the network when the adapter failed.
+        self.sent = sent
 
 
 class FencedOut(HeraldError):

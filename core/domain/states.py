@@ -93,6 +93,8 @@ class Reason(StrEnum):
     MEDIA_NOT_READY = "media_not_ready"
     CHANNEL_DISCONNECTED = "channel_disconnected"
     EMBARGOED = "embargoed"
+    CHANNEL_MISCONFIGURED = "channel_misconfigured"
+    ADAPTER_ERROR = "adapter_error"
 
     @property
     def info(self) -> ReasonInfo:
@@ -173,6 +175,14 @@ REASONS: dict[Reason, ReasonInfo] = {
         "The post may not go out before its embargo time.",
         "Nothing: herald publishes when the embargo lifts.",
         transient=True,
+    ),
+    Reason.CHANNEL_MISCONFIGURED: ReasonInfo(
+        "The channel lacks a setting its platform needs, or names a platform herald has not enabled.",
+        "Fix the channel's settings (`herald channel reconnect NAME --set key=value`); its deliveries go out.",
+    ),
+    Reason.ADAPTER_ERROR: ReasonInfo(
+        "The platform adapter failed in a way it does not explain (a bug in the adapter).",
+        "Report it to the adapter's author with the detail shown, then retry the delivery.",
     ),
 }
 
