@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.domain.errors import HeraldError
+
 #: The line that separates two parts in a parts file.
 SEPARATOR = "---"
 
 
-class ChainBroken(LookupError):
+class ChainBroken(HeraldError):
     """A part's parent has no stored platform id: replying would orphan it."""
 
 

@@ -205,7 +205,7 @@ _D = DeliveryStatus
 DELIVERY_TRANSITIONS: dict[DeliveryStatus, frozenset[DeliveryStatus]] = {
     _D.PENDING: frozenset({_D.SENDING, _D.HELD, _D.CANCELLED, _D.PENDING}),
     _D.SENDING: frozenset({_D.PUBLISHED, _D.RETRY_WAIT, _D.FAILED, _D.HELD, _D.SENDING}),
-    _D.RETRY_WAIT: frozenset({_D.SENDING, _D.HELD, _D.CANCELLED, _D.FAILED, _D.PENDING}),
+    _D.RETRY_WAIT: frozenset({_D.SENDING, _D.HELD, _D.CANCELLED, _D.FAILED, _D.PENDING, _D.RETRY_WAIT}),
     _D.HELD: frozenset({_D.PENDING, _D.CANCELLED, _D.PUBLISHED, _D.HELD}),
     _D.FAILED: frozenset({_D.PENDING}),
     _D.PUBLISHED: frozenset(),

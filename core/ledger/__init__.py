@@ -1,18 +1,15 @@
 """The one writer of publishing state: posts, deliveries, parts, publications, attempts.
 
-Every SQL statement that changes them lives in this package – ``attempts`` for the
-publish path (the claim and every fenced write), ``authoring`` for what people do
-(create, move, cancel, approve, lift holds) – so the rules can be read in one place.
+Every SQL statement that changes them lives in this package, so the rules can be read in
+one place: ``claim`` (the compare-and-set, admission, keys and ``sending``), ``results``
+(every fenced write of an attempt), ``authoring`` (what people do: create, move, cancel,
+approve, lift holds), ``moves`` (what they share). What differs between SQLite and
+PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
 """
 
-from core.ledger.attempts import (
-    GLOBAL_STOP,
-    Claim,
-    DeliveryPlan,
-    Early,
-    PartPlan,
-    claim_due_post,
-    claim_post,
+from core.ledger.authoring import cancel_post, insert_post, lift_holds, reschedule_post, set_approval
+from core.ledger.claim import Claim, DeliveryPlan, Early, PartPlan, claim_due_post, claim_post
+from core.ledger.results import (
     delivery_parked,
     delivery_stopped,
     fenced,
@@ -21,7 +18,7 @@ from core.ledger.attempts import (
     release,
     renew_lease,
 )
-from core.ledger.authoring import cancel_post, insert_post, lift_holds, reschedule_post, set_approval
+from core.ledger.statements import GLOBAL_STOP
 
 __all__ = [
     "GLOBAL_STOP",

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
-from core.ledger.attempts import delivery_state, delivery_states, move
+from core.ledger.moves import delivery_state, delivery_states, move
 from core.store.models import Approval, Delivery, DeliveryPart, Post
 
 
@@ -52,7 +52,7 @@ def insert_post(
 
 
 def _post_for_change(s: Session, post_id: int) -> Post:
-    post = s.get(Post, post_id, with_for_update=s.get_bind().dialect.name == "postgresql")
+    post = s.get(Post, post_id, with_for_update=True)  # SQLite: its write lock, taken at BEGIN
     if post is None:
         raise NotFound(f"no post {post_id}; `herald post list` shows the posts")
     return post

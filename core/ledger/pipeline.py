@@ -10,8 +10,8 @@ statements, compiled once, on the driver's own cursor: values go through the col
 own bind processors and rows come back through their result processors (enums, UTC
 instants), as when SQLAlchemy runs them.
 
-On SQLite (in the same process, no round trips) the same calls run the statements on
-the SQLAlchemy connection one by one, so the ledger has one code path.
+It is PostgreSQL's writer (``core.ledger.postgresql``); SQLite's runs the same calls one by
+one on the SQLAlchemy connection (``core.ledger.sqlite.Direct``).
 """
 
 from __future__ import annotations
@@ -134,6 +134,11 @@ class Pipeline:
             self._raw.commit()  # in pipeline mode: COMMIT and a sync, one round trip
         self.leave()
 
+    def rollback(self) -> None:
+        with self.driver_errors():
+            self._raw.rollback()  # in pipeline mode: ROLLBACK and a sync, one round trip
+        self.leave()
+
     def leave(self) -> None:
         if self._mode is not None:
             mode, self._mode = self._mode, None
@@ -165,41 +170,3 @@ class Pipeline:
             raise DBAPIError.instance(
                 None, None, exc, dbapi_error, connection_invalidated=lost, dialect=self._conn.dialect
             ) from exc
-
-
-class Direct:
-    """The same calls, run one by one on the SQLAlchemy connection (SQLite)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def send(self, statement: Executable, values: Values | Sequence[Values]) -> Any:
-        return self._conn.execute(statement, values)
-
-    def rows(self, statement: Executable, values: Values) -> list[Any]:
-        return list(self._conn.execute(statement, values).all())
-
-    def commit(self) -> None:
-        """The SQLAlchemy transaction around the block commits."""
-
-    def leave(self) -> None:
-        """Nothing to leave."""
-
-
-@contextmanager
-def pipelined(conn: Connection) -> Iterator[Pipeline | Direct]:
-    """Run a transaction's statements through a :class:`Pipeline` on PostgreSQL.
-
-    Use it inside ``core.store.db.writing()``; after ``commit`` the block must not write again.
-    Leaving the block on an error ends pipeline mode; the transaction around it rolls back.
-    """
-    if conn.dialect.name != "postgresql":
-        yield Direct(conn)
-        return
-    pipeline = Pipeline(conn)
-    try:
-        yield pipeline
-    except BaseException:
-        pipeline.abandon()
-        raise
-    pipeline.leave()

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from sqlalchemy import Boolean, Table, bindparam, exists, func, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Table, bindparam, func, insert, or_, select, update
 
 from core.domain.states import DeliveryStatus, PartState, PostStatus
 from core.store.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
@@ -47,14 +46,19 @@ DELIVERY_TIMES = select(deliveries.c.status, deliveries.c.next_attempt_at).where
 
 # -- the claim -----------------------------------------------------------------------
 
-_CAS = (
+CAS = (
     update(posts)
     .where(
         posts.c.id == bindparam("b_post"),
         # Not IN (…): an expanding IN is rendered per execution, and core.ledger.pipeline
         # compiles each statement once.
         or_(posts.c.status == PostStatus.SCHEDULED, posts.c.status == PostStatus.PUBLISHING),
-        or_(posts.c.lease_owner.is_(None), posts.c.lease_expires_at < bindparam("b_stale_before")),
+        or_(
+            posts.c.lease_owner.is_(None),
+            posts.c.lease_expires_at < bindparam("b_stale_before"),
+            # This very claim, asking again after its answer was lost (core.runtime.lease).
+            posts.c.lease_owner == bindparam("b_worker"),
+        ),
     )
     .values(
         fence=posts.c.fence + 1,
@@ -65,7 +69,7 @@ _CAS = (
         updated_at=bindparam("b_now"),
     )
 )
-_CLAIMED_COLUMNS = (
+CLAIMED_COLUMNS = (
     posts.c.fence,
     posts.c.status,
     posts.c.scheduled_at,
@@ -76,10 +80,10 @@ _CLAIMED_COLUMNS = (
     posts.c.not_before,
 )
 
-#: The compare-and-set: b_post, b_stale_before, b_worker, b_expires, b_now.
-CLAIM = _CAS.returning(*_CLAIMED_COLUMNS)
+#: The compare-and-set, with the post's columns: b_post, b_stale_before, b_worker, b_expires, b_now.
+CLAIM = CAS.returning(*CLAIMED_COLUMNS)
 
-_DELIVERY_COLUMNS = (
+DELIVERY_COLUMNS = (
     deliveries.c.id,
     deliveries.c.channel_id,
     deliveries.c.status,
@@ -95,6 +99,7 @@ _DELIVERY_COLUMNS = (
     parts.c.key,
     parts.c.attempt_started_at,
     parts.c.platform_id,
+    parts.c.url,
     # What admission needs besides: the post's account, and the global stop.
     accounts.c.status.label("account_status"),
     accounts.c.emergency_stop,
@@ -104,7 +109,7 @@ _DELIVERY_COLUMNS = (
 #: Every delivery of the post with its channel, one row per part, in order: b_post.
 #: Each row also carries the account's standing and the global stop, for admission.
 DELIVERY_ROWS = (
-    select(*_DELIVERY_COLUMNS)
+    select(*DELIVERY_COLUMNS)
     .join(channels, channels.c.id == deliveries.c.channel_id)
     .join(parts, parts.c.delivery_id == deliveries.c.id)
     .join(posts, posts.c.id == deliveries.c.post_id)
@@ -131,8 +136,23 @@ DELIVERY_SENDING = (
     )
 )
 
-#: An attempt's row, named by its columns.
-ATTEMPT = insert(attempts)
+#: An attempt's row: b_post, b_delivery, b_idx, b_fence, b_worker, b_action, b_now.
+ATTEMPT = insert(attempts).values(
+    post_id=bindparam("b_post"),
+    delivery_id=bindparam("b_delivery"),
+    part_idx=bindparam("b_idx"),
+    fence=bindparam("b_fence"),
+    worker=bindparam("b_worker"),
+    action=bindparam("b_action"),
+    started_at=bindparam("b_now"),
+)
+
+#: The attempts a claim opened and never got to make (its answer was lost): b_post, b_worker.
+UNMADE_ATTEMPTS = select(attempts.c.delivery_id, attempts.c.part_idx).where(
+    attempts.c.post_id == bindparam("b_post"),
+    attempts.c.worker == bindparam("b_worker"),
+    attempts.c.ended_at.is_(None),
+)
 
 # -- fenced writes -------------------------------------------------------------------
 
@@ -173,11 +193,6 @@ PART_STATE = (
     .values(state=bindparam("b_state"))
 )
 
-#: The first part's platform id and address, for a thread's publication row: b_delivery, b_idx.
-PART_PLATFORM_ID = select(parts.c.platform_id, parts.c.url).where(
-    parts.c.delivery_id == bindparam("b_delivery"), parts.c.idx == bindparam("b_idx")
-)
-
 #: Closes the claim's open attempt of a delivery: b_delivery, b_fence, b_now, b_outcome, b_error.
 END_ATTEMPT = (
     update(attempts)
@@ -204,10 +219,17 @@ DELIVERY_PUBLISHED = (
     )
 )
 
-#: The publication row, a no-op when one exists (§4); named by its columns.
-PUBLICATION = {
-    "postgresql": postgresql.insert(publications).on_conflict_do_nothing().returning(publications.c.id),
-    "sqlite": sqlite.insert(publications).on_conflict_do_nothing().returning(publications.c.id),
+#: A publication row's columns: b_post, b_channel, b_slot, b_revision, b_first_platform_id,
+#: b_first_url (the thread's first part: what people open), b_now. Each dialect inserts it
+#: with ``ON CONFLICT DO NOTHING`` (§4).
+PUBLICATION_COLUMNS = {
+    "post_id": bindparam("b_post", type_=publications.c.post_id.type),
+    "channel_id": bindparam("b_channel", type_=publications.c.channel_id.type),
+    "slot": bindparam("b_slot", type_=publications.c.slot.type),
+    "revision": bindparam("b_revision", type_=publications.c.revision.type),
+    "platform_id": func.coalesce(bindparam("b_first_platform_id", type_=publications.c.platform_id.type), ""),
+    "url": func.coalesce(bindparam("b_first_url", type_=publications.c.url.type), ""),
+    "created_at": bindparam("b_now", type_=publications.c.created_at.type),
 }
 
 #: The publication already recorded: b_post, b_channel, b_slot, b_revision.
@@ -220,7 +242,7 @@ FIRST_PUBLICATION = select(publications).where(
 
 #: Every delivery's status and published parts, for ``summarize``: b_post.
 DELIVERY_STATES = (
-    select(deliveries.c.status, func.count(parts.c.id))
+    select(deliveries.c.status, func.count(parts.c.id).label("published"))
     .outerjoin(parts, (parts.c.delivery_id == deliveries.c.id) & (parts.c.state == PartState.PUBLISHED))
     .where(deliveries.c.post_id == bindparam("b_post"))
     .group_by(deliveries.c.id, deliveries.c.status)
@@ -235,81 +257,3 @@ POST_STATUS = (
 
 #: The post's summary, with the lease given back: b_post, b_status, b_now.
 POST_STATUS_RELEASED = POST_STATUS.values(lease_owner=None, lease_expires_at=None)
-
-
-# -- PostgreSQL: one round trip where SQLite needs several ---------------------------------
-#
-# Each statement is work for a PostgreSQL server, and SQLite has no data-modifying WITH.
-# These run the same statements as above, joined by WITH: the claim's compare-and-set with
-# its read, the claim's three writes per delivery, and a one-part result's four fenced
-# writes with its publication row. The sub-statements share one snapshot; every write
-# behind a fence is gated on the fence update having matched, so a fenced-out write
-# changes nothing (and is rolled back). core.ledger.pipeline sends them with the statements
-# around them, a transaction's worth in two round trips.
-
-_claimed = _CAS.returning(posts.c.id, *_CLAIMED_COLUMNS).cte("claimed")
-
-#: CLAIM and DELIVERY_ROWS at once; no row when the compare-and-set failed: as CLAIM.
-CLAIM_ROWS_PG = (
-    select(*(_claimed.c[c.key].label(f"post_{c.key}") for c in _CLAIMED_COLUMNS), *_DELIVERY_COLUMNS)
-    .select_from(
-        _claimed.join(deliveries, deliveries.c.post_id == _claimed.c.id)
-        .join(channels, channels.c.id == deliveries.c.channel_id)
-        .join(parts, parts.c.delivery_id == deliveries.c.id)
-        .join(accounts, accounts.c.id == _claimed.c.account_id)
-    )
-    .order_by(deliveries.c.id, parts.c.idx)
-)
-
-#: PART_SENDING (when b_fresh), DELIVERY_SENDING and the attempt row, per admitted delivery:
-#: b_delivery, b_idx, b_key, b_fresh, b_attempts, b_now, b_post, b_fence, b_worker, b_action.
-PREPARE_PG = (
-    insert(attempts)
-    .values(
-        post_id=bindparam("b_post"),
-        delivery_id=bindparam("b_delivery"),
-        part_idx=bindparam("b_idx"),
-        fence=bindparam("b_fence"),
-        worker=bindparam("b_worker"),
-        action=bindparam("b_action"),
-        started_at=bindparam("b_now"),
-    )
-    .add_cte(
-        PART_SENDING.where(bindparam("b_fresh", type_=Boolean)).returning(parts.c.id).cte("sending_part"),
-        DELIVERY_SENDING.returning(deliveries.c.id).cte("sending_delivery"),
-    )
-)
-
-_fence = FENCE.returning(posts.c.id).cte("fenced")
-_gate = exists(select(_fence.c.id))
-_published = DELIVERY_PUBLISHED.where(_gate).returning(deliveries.c.id).cte("published_delivery")
-_recorded = (
-    postgresql.insert(publications)
-    .from_select(
-        ["post_id", "channel_id", "slot", "revision", "platform_id", "url", "created_at"],
-        select(
-            bindparam("b_post", type_=publications.c.post_id.type),
-            bindparam("b_channel", type_=publications.c.channel_id.type),
-            bindparam("b_slot", type_=publications.c.slot.type),
-            bindparam("b_revision", type_=publications.c.revision.type),
-            func.coalesce(bindparam("b_platform_id", type_=publications.c.platform_id.type), ""),
-            func.coalesce(bindparam("b_url", type_=publications.c.url.type), ""),
-            bindparam("b_now", type_=publications.c.created_at.type),
-        ).where(_gate),
-    )
-    .on_conflict_do_nothing()
-    .returning(publications.c.id)
-    .cte("recorded")
-)
-
-#: FENCE, PART_PUBLISHED, END_ATTEMPT, DELIVERY_PUBLISHED and the publication row of a
-#: delivery whose one part landed; returns (fence matched, delivery moved, publication
-#: recorded): their parameters, and b_channel, b_slot, b_revision.
-PUBLISHED_PG = select(
-    select(func.count()).select_from(_fence).scalar_subquery().label("fenced"),
-    select(func.count()).select_from(_published).scalar_subquery().label("moved"),
-    select(func.count()).select_from(_recorded).scalar_subquery().label("recorded"),
-).add_cte(
-    PART_PUBLISHED.where(_gate).returning(parts.c.id).cte("published_part"),
-    END_ATTEMPT.where(_gate).returning(attempts.c.id).cte("ended_attempt"),
-)

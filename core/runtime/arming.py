@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -33,11 +33,15 @@ from sqlalchemy import Connection
 from core.config import settings
 from core.domain.states import DeliveryStatus, PostStatus
 from core.ledger import statements as sql
+from core.runtime import lease
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.queue import post_queue
 from core.store import db
 
 log = logging.getLogger(__name__)
+
+#: The job's function, as rq stores it.
+PUBLISH_FUNC = "core.runtime.job.publish_post"
 
 #: Longest a post job may run, all parts and retries of one claim included (rq's timeout).
 JOB_TIMEOUT = 3600
@@ -93,9 +97,9 @@ def due_at(post: Timing, now: datetime, grace: float) -> datetime | None:
         return None
     if post.lease_owner is not None and post.lease_expires_at is not None:
         # Someone holds it. If they die, their lease goes stale at this instant.
-        stale_at = post.lease_expires_at + timedelta(seconds=grace)
-        if stale_at > now:
-            return stale_at
+        stale = lease.stale_at(post.lease_expires_at, grace)
+        if stale > now:
+            return stale
     # Admission's Wait, without its holds: an embargo is a floor under every first send.
     # Holds are decided by the claim, which records them; arming only picks the time.
     floor = max(post.scheduled_at, post.not_before or post.scheduled_at)
@@ -108,10 +112,6 @@ def due_at(post: Timing, now: datetime, grace: float) -> datetime | None:
         elif status is DeliveryStatus.RETRY_WAIT and next_attempt_at is not None:
             times.append(next_attempt_at)
     return min(times) if times else None
-
-
-def lease_is_stale(post: Timing, now: datetime, grace: float) -> bool:
-    return post.lease_expires_at is not None and post.lease_expires_at + timedelta(seconds=grace) < now
 
 
 def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
@@ -130,7 +130,7 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
         return None
     now = clock.now()
     when = due_at(post, now, cfg.grace_seconds)
-    abandoned = lease_is_stale(post, now, cfg.grace_seconds) or (
+    abandoned = lease.is_stale(post.lease_expires_at, now, cfg.grace_seconds) or (
         post.lease_owner is None and when is not None and when <= now
     )
     try:
@@ -175,7 +175,7 @@ def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool
             return when
         if job is not None:
             job.delete()
-        job = queue.create_job("core.runtime.job.publish_post", retry=None, **job_options(post_id))
+        job = queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id))
         if when <= now:
             queue.enqueue_job(job)
         else:

@@ -4,47 +4,61 @@ One job per post. It claims the post (admission, keys and ``sending`` committed 
 claim; a slightly early start waits for the slot and claims again), then sends every
 admitted delivery in parallel – one channel's failure never blocks another's – and
 records each outcome under the claim's fence. A heartbeat renews the lease meanwhile.
+
+Every way a delivery can end is an outcome with a reason (§6 step 8): the adapter's
+classified errors, a channel it cannot work with (``channel_misconfigured``), a broken
+reply chain (``thread_parent_missing``) and an adapter's own bug (``adapter_error``) alike.
+The job returns a typed :class:`JobOutcome`; the worker reads it (``core.runtime.worker``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from enum import StrEnum
 
-from core import ledger
-from core.config import Settings, settings
+from core import config
+from core.config import Settings
 from core.domain.backoff import retry_delay
 from core.domain.errors import (
+    AdapterError,
     Ambiguous,
     AuthExpired,
+    ConfigError,
     FencedOut,
+    HeraldError,
     NotFound,
     PublishError,
     RateLimited,
     Rejected,
 )
-from core.domain.states import DeliveryStatus, Reason, Strategy
-from core.ledger import Claim, DeliveryPlan, PartPlan
+from core.domain.states import DeliveryStatus, PostStatus, Reason, Strategy
+from core.ledger import (
+    Claim,
+    DeliveryPlan,
+    Early,
+    PartPlan,
+    claim_due_post,
+    delivery_parked,
+    delivery_stopped,
+    part_published,
+    release,
+    renew_lease,
+)
 from core.plugins import manager as plugins
 from core.plugins.adapter import Adapter, PublishContext, Published
-from core.plugins.transport import call_platform, http_client
+from core.plugins.transport import http_client
+from core.runtime.calls import call_adapter
 from core.runtime.clock import Clock, DatabaseClock
+from core.runtime.lease import Heartbeat, claim_token
 from core.store import db
-from threads.chain import reply_targets
+from threads.chain import ChainBroken, reply_targets
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-#: Threads that run platform calls, so each call can be abandoned at its hard timeout.
-_calls = ThreadPoolExecutor(max_workers=64, thread_name_prefix="herald-call")
 #: Threads that run one delivery each.
 _deliveries = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-delivery")
 
@@ -61,161 +75,116 @@ def clock() -> Clock:
     return _clock or DatabaseClock(db.engine())
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+class JobResult(StrEnum):
+    #: The slot is further ahead than a job may wait: the worker re-arms it from the row.
+    EARLY = "early"
+    #: Done, gone, or held by a live claim of another worker.
+    NOT_CLAIMED = "not_claimed"
+    #: Claimed, and no delivery was due (held by admission, or waiting).
+    NOTHING_DUE = "nothing_due"
+    #: Claimed, and its due deliveries were sent.
+    SENT = "sent"
 
 
-def publish_post(post_id: int) -> str:
-    """The rq job: publish every due delivery of one post. Returns what it did, in words."""
-    cfg = settings()
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """How one delivery of the claim ended this time."""
+
+    delivery_id: int
+    #: The delivery's state after the job; None when the job could not record it (fenced
+    #: out by a newer claim, or the database failed: the claim's lease then goes stale).
+    status: DeliveryStatus | None
+    reason: Reason | None = None
+    #: The part it stopped at (0 for the first), when it did not publish.
+    part: int | None = None
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What one run of the job did: the worker decides from it whether to re-arm."""
+
+    post_id: int
+    result: JobResult
+    deliveries: tuple[DeliveryOutcome, ...] = ()
+    #: Whether a write of the job committed the post as ``published``: no action leads
+    #: out of that state, so there is nothing left to arm.
+    settled: bool = False
+
+    def __str__(self) -> str:
+        said = ", ".join(
+            f"delivery {d.delivery_id}: {d.status or 'not recorded'}{f' {d.reason}' if d.reason else ''}"
+            for d in self.deliveries
+        )
+        return f"post {self.post_id}: {self.result}{f' ({said})' if said else ''}"
+
+
+def publish_post(post_id: int) -> JobOutcome:
+    """The rq job: publish every due delivery of one post."""
+    cfg = config.settings()
     while True:
-        claim = ledger.claim_due_post(post_id, worker_name(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
-        if not isinstance(claim, ledger.Early):
+        claim = claim_due_post(post_id, claim_token(), clock().now(), cfg.lease_seconds, cfg.grace_seconds)
+        if not isinstance(claim, Early):
             break
         early = (claim.slot - clock().now()).total_seconds()
         if early > cfg.early_tolerance:
-            return "early: re-armed for the slot"  # the worker re-arms from the row (core.runtime.worker)
+            return JobOutcome(post_id, JobResult.EARLY)
         # rq's scheduler keeps whole seconds and may start a job up to ~1 s early.
         time.sleep(max(early, 0.005))
     if claim is None:
-        return "not claimed: done, gone, or claimed by another worker"
-    outcome = _run_claim(claim, cfg)
-    if claim.published.is_set():
-        _settled.post_id = post_id
-    return outcome
-
-
-#: The post this thread's last job left ``published``, for :func:`settled`.
-_settled = threading.local()
-
-
-def settled(post_id: int) -> bool:
-    """Whether this thread's job for ``post_id`` ended with the post ``published``.
-
-    Such a post has nothing left to arm, so the worker skips its re-arm (a read and a
-    Redis round trip per publish). Reading it forgets it.
-    """
-    done: int | None = getattr(_settled, "post_id", None)
-    _settled.post_id = None
-    return done == post_id
-
-
-def _run_claim(claim: Claim, cfg: Settings) -> str:
+        return JobOutcome(post_id, JobResult.NOT_CLAIMED)
     if not claim.plans:
-        ledger.release(claim, clock().now(), cfg.lease_seconds)
-        return "nothing due"
+        release(claim, clock().now(), cfg.lease_seconds)
+        return JobOutcome(post_id, JobResult.NOTHING_DUE)
     # The lease is given back by the write that leaves no delivery 'sending' (the ledger
-    # decides it from the rows). A delivery that ended in an unexpected error stays
-    # 'sending', so the lease goes stale and the re-drive waits out the grace window
-    # rather than spinning on the same error.
-    with Heartbeat(claim, cfg) as heartbeat:
+    # decides it from the rows).
+    with heartbeat_for(claim, cfg) as heartbeat:
         # Channels in parallel; the first runs on this thread, saving a hand-off.
         first, *rest = claim.plans
         futures = [_deliveries.submit(_send_delivery, claim, plan, cfg, heartbeat) for plan in rest]
-        outcomes = [_send_delivery(claim, first, cfg, heartbeat), *(f.result() for f in futures)]
-    return ", ".join(outcomes)
+        ended = [_send_delivery(claim, first, cfg, heartbeat), *(f.result() for f in futures)]
+    settled = any(status is PostStatus.PUBLISHED for _, status in ended)
+    return JobOutcome(post_id, JobResult.SENT, tuple(outcome for outcome, _ in ended), settled)
 
 
-class Heartbeat:
-    """Renews the lease every third of its length while the claim's calls run.
+def heartbeat_for(claim: Claim, cfg: Settings) -> Heartbeat:
+    """The heartbeat that renews ``claim``'s lease while its calls run."""
 
-    One thread per process (:class:`_Beats`) beats for every claim in flight: starting
-    and joining a thread per job would cost more than the job's own writes.
-    """
+    def renew() -> bool:
+        return renew_lease(claim.post_id, claim.fence, clock().now(), cfg.lease_seconds)
 
-    def __init__(self, claim: Claim, cfg: Settings) -> None:
-        self._claim = claim
-        self._cfg = cfg
-        self.every = cfg.lease_seconds / 3
-        #: Held while a beat runs, so leaving waits for one in flight.
-        self.busy = threading.Lock()
-        #: Set when a renewal found the lease gone – superseded by a newer claim (the
-        #: attempt must stop) or already given back by the claim's last write.
-        self.fenced = threading.Event()
-
-    def __enter__(self) -> Heartbeat:
-        _beats.add(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _beats.discard(self)
-        with self.busy:  # no renewal of this claim runs after it ends
-            pass
-
-    def beat(self) -> None:
-        if not ledger.renew_lease(self._claim.post_id, self._claim.fence, clock().now(), self._cfg.lease_seconds):
-            self.fenced.set()
-
-    def beat_quietly(self) -> None:
-        try:
-            self.beat()
-        except Exception:  # a failed renewal is retried at the next beat
-            log.exception("post %s: lease renewal failed", self._claim.post_id)
+    return Heartbeat(renew, cfg.lease_seconds / 3, f"post {claim.post_id}")
 
 
-class _Beats:
-    """The process's heartbeat thread: each registered claim is renewed every ``every`` seconds."""
-
-    def __init__(self) -> None:
-        self._due: dict[Heartbeat, float] = {}
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def add(self, hb: Heartbeat) -> None:
-        with self._changed:
-            self._due[hb] = time.monotonic() + hb.every
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
-                self._thread.start()
-            self._changed.notify()
-
-    def discard(self, hb: Heartbeat) -> None:
-        with self._changed:
-            self._due.pop(hb, None)
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                now = time.monotonic()
-                due = [hb for hb, at in self._due.items() if at <= now]
-                if not due:
-                    wait = min(self._due.values(), default=now + 60.0) - now
-                    self._changed.wait(wait)
-                    continue
-                for hb in due:
-                    self._due[hb] = now + hb.every
-                    hb.busy.acquire()
-            for hb in due:
-                try:
-                    if hb in self._due:  # not ended meanwhile
-                        hb.beat_quietly()
-                finally:
-                    hb.busy.release()
+#: A delivery's outcome, and the post's status when its write was the last of the claim.
+_Ended = tuple[DeliveryOutcome, PostStatus | None]
 
 
-_beats = _Beats()
-
-
-def _call(fn: Callable[[PublishContext], T], ctx: PublishContext, timeout: float) -> T:
-    """One adapter call under the hard timeout, transport errors mapped once."""
-    future = _calls.submit(call_platform, lambda: fn(ctx))
-    try:
-        return future.result(timeout=timeout)
-    except FutureTimeout:
-        raise Ambiguous(f"no answer within the hard timeout of {timeout:g}s") from None
-
-
-def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat) -> str:
+def _send_delivery(claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat) -> _Ended:
     try:
         return _DeliveryRun(claim, plan, cfg, hb).run()
     except FencedOut:
         hb.fenced.set()
-        return f"delivery {plan.delivery_id}: fenced out"
+        return DeliveryOutcome(plan.delivery_id, None), None
     except Exception:
-        # Leave the part as it is ('sending' if a call was made): the claim's lease goes
-        # stale and the next claim resolves the doubt by the adapter's strategy.
-        log.exception("post %s delivery %s: unexpected error", claim.post_id, plan.delivery_id)
-        return f"delivery {plan.delivery_id}: error"
+        # Herald's own writes failed (the database is down): nothing more can be recorded.
+        # The part stays as the claim left it, the lease goes stale, and the next claim
+        # settles it by the adapter's strategy.
+        log.exception("post %s delivery %s: its outcome could not be recorded", claim.post_id, plan.delivery_id)
+        return DeliveryOutcome(plan.delivery_id, None), None
+
+
+@dataclass(frozen=True)
+class _Sent:
+    published: Published
+    #: Found by a read-back and adopted, not sent by this attempt.
+    adopted: bool
+
+
+@dataclass(frozen=True)
+class _HoldInDoubt:
+    """An attempt in doubt that the adapter's strategy cannot settle: a person decides."""
+
+    why: str
 
 
 class _DeliveryRun:
@@ -223,45 +192,52 @@ class _DeliveryRun:
 
     def __init__(self, claim: Claim, plan: DeliveryPlan, cfg: Settings, hb: Heartbeat):
         self.claim, self.plan, self.cfg, self.hb = claim, plan, cfg, hb
-        #: Platform ids of the parts that have landed, for the reply chain.
-        self.landed = {p.idx: p.platform_id for p in plan.parts if p.platform_id}
+        #: What the platform confirmed of the parts that have landed, for the reply chain.
+        self.landed = {p.idx: Published(p.platform_id, p.url or "") for p in plan.parts if p.platform_id is not None}
 
-    def run(self) -> str:
+    def run(self) -> _Ended:
         plan = self.plan
         try:
             adapter = plugins.adapter(plan.platform)
         except NotFound as exc:
-            self._stop(plan.start, DeliveryStatus.HELD, Reason.CHANNEL_DISCONNECTED, str(exc), plan.in_doubt)
-            return f"delivery {plan.delivery_id}: held (no adapter)"
+            return self._stop(plan.start, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), plan.in_doubt)
         idx, in_doubt = plan.start, plan.in_doubt
         while True:
             if self.hb.fenced.is_set():
                 raise FencedOut("heartbeat saw a newer claim")
             part = plan.parts[idx]
-            ctx = self._context(part, idx)
             try:
-                result, adopted = self._attempt(adapter, part, ctx, in_doubt)
-            except _HoldInDoubt as hold:
-                self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, str(hold), True)
-                return f"delivery {plan.delivery_id}: held ambiguous at part {idx}"
+                ctx = self._context(part, idx)
+            except ChainBroken as exc:
+                return self._stop(idx, DeliveryStatus.FAILED, Reason.THREAD_PARENT_MISSING, str(exc), in_doubt)
+            started = clock().now()
+            try:
+                sent = self._attempt(adapter, part, ctx, in_doubt)
+            except ConfigError as exc:
+                return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), in_doubt)
             except PublishError as exc:
-                return self._failed(adapter, idx, in_doubt, exc)
-            more = ledger.part_published(
+                return self._failed(adapter, idx, in_doubt, exc, started)
+            except HeraldError as exc:  # another of herald's errors, raised inside the adapter
+                return self._failed(adapter, idx, in_doubt, AdapterError(f"{exc!r}", sent=True), started)
+            if isinstance(sent, _HoldInDoubt):
+                return self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, sent.why, True)
+            self.landed[idx] = sent.published
+            status = part_published(
                 self.claim,
                 plan.delivery_id,
                 idx,
-                result,
+                sent.published,
                 clock().now(),
                 self.cfg.lease_seconds,
-                adopted=adopted,
+                adopted=sent.adopted,
+                first=self.landed[plan.parts[0].idx],
             )
-            if not more:
-                return f"delivery {plan.delivery_id}: published"
-            self.landed[idx] = result.platform_id
+            if status is not None:
+                return DeliveryOutcome(plan.delivery_id, DeliveryStatus.PUBLISHED), status
             idx, in_doubt = idx + 1, False
 
     def _context(self, part: PartPlan, idx: int) -> PublishContext:
-        reply_to, root = reply_targets(self.landed, idx)
+        reply_to, root = reply_targets({i: p.platform_id for i, p in self.landed.items()}, idx)
         return PublishContext(
             settings=self.plan.settings,
             key=part.key,
@@ -274,63 +250,78 @@ class _DeliveryRun:
             heartbeat=self.hb.beat,
         )
 
-    def _attempt(self, adapter: Adapter, part: PartPlan, ctx: PublishContext, in_doubt: bool) -> tuple[Published, bool]:
+    def _attempt(self, adapter: Adapter, part: PartPlan, ctx: PublishContext, in_doubt: bool) -> _Sent | _HoldInDoubt:
         """Send the part, or first settle an earlier attempt in doubt by the adapter's strategy."""
         timeout = self.cfg.call_timeout
         if in_doubt:
             strategy = adapter.strategy
             if strategy is Strategy.NATIVE_KEY and not self._key_remembered(adapter, part):
                 if not adapter.can_find:
-                    raise _HoldInDoubt("the platform has forgotten the key; it cannot be searched")
+                    return _HoldInDoubt("the platform has forgotten the key; it cannot be searched")
                 strategy = Strategy.READ_BACK
             if strategy is Strategy.READ_BACK:
-                found = _call(adapter.find, ctx, timeout)
+                found = call_adapter(adapter.find, ctx, timeout)
                 if found is not None:
-                    return found, True  # adopt: it landed; no second call
+                    return _Sent(found, adopted=True)  # it landed: no second call
             elif strategy is Strategy.NONE and not _opted_into_resend(self.plan.settings):
-                raise _HoldInDoubt("an earlier attempt may have landed and the platform cannot be asked")
-        return _call(adapter.publish, ctx, timeout), False
+                return _HoldInDoubt("an earlier attempt may have landed and the platform cannot be asked")
+        return _Sent(call_adapter(adapter.publish, ctx, timeout), adopted=False)
 
     def _key_remembered(self, adapter: Adapter, part: PartPlan) -> bool:
         if adapter.key_ttl is None or part.attempt_started_at is None:
             return True
         return clock().now() - part.attempt_started_at < timedelta(seconds=adapter.key_ttl)
 
-    def _failed(self, adapter: Adapter, idx: int, in_doubt: bool, exc: PublishError) -> str:
+    def _failed(self, adapter: Adapter, idx: int, in_doubt: bool, exc: PublishError, started: datetime) -> _Ended:
         plan, detail = self.plan, f"{type(exc).__name__}: {exc}"
-        # A part in doubt stays in doubt: a resend that provably failed says nothing of
-        # the earlier attempt.
-        doubt = in_doubt or isinstance(exc, Ambiguous)
+        # Whether this call may have landed; a part in doubt stays in doubt, as a resend
+        # that provably failed says nothing of the earlier attempt.
+        landed = isinstance(exc, Ambiguous) or (isinstance(exc, AdapterError) and exc.sent)
+        doubt = in_doubt or landed
         if isinstance(exc, AuthExpired):
-            self._stop(idx, DeliveryStatus.HELD, Reason.AUTH_EXPIRED, detail, doubt, disconnect=True)
-            return f"delivery {plan.delivery_id}: held auth_expired"
+            return self._stop(idx, DeliveryStatus.HELD, Reason.AUTH_EXPIRED, detail, doubt, disconnect=True)
         if isinstance(exc, Rejected):
-            self._stop(idx, DeliveryStatus.FAILED, exc.reason, detail, doubt)
-            return f"delivery {plan.delivery_id}: failed {exc.reason}"
+            return self._stop(idx, DeliveryStatus.FAILED, exc.reason, detail, doubt)
         if doubt and adapter.strategy is Strategy.NONE and not _opted_into_resend(plan.settings):
-            self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, detail, True)
-            return f"delivery {plan.delivery_id}: held ambiguous at part {idx}"
+            return self._stop(idx, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, detail, True)
         retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
-        ledger.delivery_parked(
+        # §6 step 7: a call that may still land is never raced by the next attempt (a
+        # read-back, or a resend), which waits until its deadline has surely passed.
+        floor = started + timedelta(seconds=self.cfg.call_timeout) if landed else None
+        next_attempt_at = self._next_attempt(retry_after, floor)
+        if isinstance(exc, RateLimited):
+            reason: Reason | None = Reason.RATE_LIMITED
+        elif isinstance(exc, AdapterError):
+            reason = Reason.ADAPTER_ERROR
+        else:
+            reason = None
+        delivery_parked(
             self.claim,
             plan.delivery_id,
             idx,
             in_doubt=doubt,
-            next_attempt_at=self._next_attempt(retry_after),
-            reason=Reason.RATE_LIMITED if isinstance(exc, RateLimited) else None,
+            next_attempt_at=next_attempt_at,
+            reason=reason,
             detail=detail,
             now=clock().now(),
             lease=self.cfg.lease_seconds,
+            exhausted=Reason.ADAPTER_ERROR if isinstance(exc, AdapterError) else Reason.PLATFORM_UNAVAILABLE,
         )
-        return f"delivery {plan.delivery_id}: retry ({type(exc).__name__})"
+        if next_attempt_at is not None:
+            return DeliveryOutcome(plan.delivery_id, DeliveryStatus.RETRY_WAIT, reason, idx), None
+        if doubt:
+            return DeliveryOutcome(plan.delivery_id, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, idx), None
+        exhausted = Reason.ADAPTER_ERROR if isinstance(exc, AdapterError) else Reason.PLATFORM_UNAVAILABLE
+        return DeliveryOutcome(plan.delivery_id, DeliveryStatus.FAILED, exhausted, idx), None
 
-    def _next_attempt(self, retry_after: float | None) -> datetime | None:
+    def _next_attempt(self, retry_after: float | None, floor: datetime | None) -> datetime | None:
         if self.plan.attempts >= self.cfg.max_attempts:
             return None
         delay = retry_delay(
             self.plan.attempts, base=self.cfg.backoff_base, cap=self.cfg.backoff_max, retry_after=retry_after
         )
-        return clock().now() + timedelta(seconds=delay)
+        at = clock().now() + timedelta(seconds=delay)
+        return at if floor is None else max(at, floor)
 
     def _stop(
         self,
@@ -341,8 +332,8 @@ class _DeliveryRun:
         in_doubt: bool,
         *,
         disconnect: bool = False,
-    ) -> None:
-        ledger.delivery_stopped(
+    ) -> _Ended:
+        delivery_stopped(
             self.claim,
             self.plan.delivery_id,
             idx,
@@ -354,10 +345,7 @@ class _DeliveryRun:
             lease=self.cfg.lease_seconds,
             disconnect=disconnect,
         )
-
-
-class _HoldInDoubt(Exception):
-    """An attempt in doubt that the adapter's strategy cannot settle: a person decides."""
+        return DeliveryOutcome(self.plan.delivery_id, status, reason, idx), None
 
 
 def _opted_into_resend(channel_settings: dict[str, object]) -> bool:

@@ -2,9 +2,9 @@
 
 A running job is never cut short by arming (§7), and rq deletes a finished job's hash
 right after it returns – so a job cannot re-arm its own id. The worker does it instead,
-from the row, once rq has finished with the job – except after a job whose own committed
-write left the post ``published``: no action leads out of that state, so there is
-nothing to arm.
+from the row, once rq has finished with the job – except after a job whose outcome says
+it left the post ``published``: no action leads out of that state, so there is nothing
+to arm.
 """
 
 from __future__ import annotations
@@ -15,24 +15,39 @@ from typing import Any
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
-from core.runtime.arming import arm
-from core.runtime.job import settled
+from core.runtime.arming import PUBLISH_FUNC, arm
+from core.runtime.job import JobOutcome
 from core.runtime.queue import connection, post_queue
 from core.store import db
 
 log = logging.getLogger(__name__)
 
-PUBLISH_FUNC = "core.runtime.job.publish_post"
+
+class PostJob(Job):
+    """An rq job that keeps what its function returned, for the worker that ran it.
+
+    Post jobs keep no result in Redis (``result_ttl=0``); the worker reads the typed
+    outcome from the job object it performed.
+    """
+
+    outcome: JobOutcome | None = None
+
+    def perform(self) -> Any:
+        result = super().perform()
+        self.outcome = result if isinstance(result, JobOutcome) else None
+        return result
 
 
 class HeraldWorker(SimpleWorker):
     """An in-process worker: rq's fork per job costs 15–50 ms, and herald's lease and
     fence make running jobs in the worker's own process safe."""
 
+    job_class = PostJob
+
     def work(self, *args: Any, **kwargs: Any) -> bool:
         # One connection for every job's reads and writes and re-arms, while jobs follow
-        # each other within a second (``core.store.db.holding``): checking one out of the pool
-        # per job costs a ping and a reset.
+        # each other within a second (``core.store.db.holding``): checking one out of the
+        # pool per job costs a ping and a reset.
         with db.holding():
             return bool(super().work(*args, **kwargs))
 
@@ -40,9 +55,10 @@ class HeraldWorker(SimpleWorker):
         if job.func_name != PUBLISH_FUNC:
             return bool(super().perform_job(job, queue))
         ok: bool = super().perform_job(job, queue)  # on work()'s held connection, as is the re-arm
-        post_id = int(job.args[0])
-        if settled(post_id):
+        outcome = job.outcome if isinstance(job, PostJob) else None
+        if outcome is not None and outcome.settled:
             return ok
+        post_id = int(job.args[0])
         try:
             arm(post_id)
         except Exception:  # the reconciler re-arms from the row

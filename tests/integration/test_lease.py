@@ -10,7 +10,7 @@ import pytest
 from core import ledger
 from core.config import Settings
 from core.plugins.adapter import Published
-from core.runtime.job import Heartbeat
+from core.runtime.job import heartbeat_for as Heartbeat
 from core.services.posts import create_post, describe_post
 from core.store import db
 from core.store.models import Post

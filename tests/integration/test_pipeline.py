@@ -1,17 +1,20 @@
-"""core.ledger.pipeline: statements sent to PostgreSQL without waiting, and the same calls on SQLite."""
+"""The ledger's writers: statements sent to PostgreSQL without waiting (core.ledger.pipeline),
+and the same calls run one by one on SQLite (core.ledger.sqlite.Direct) – one contract."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import bindparam, insert, select, text
+from sqlalchemy import Connection, bindparam, insert, select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from core.config import Settings
 from core.domain.states import DeliveryStatus
+from core.ledger import dialect
 from core.ledger import statements as sql
-from core.ledger.pipeline import pipelined
+from core.ledger.dialect import Writer
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Switch
@@ -23,7 +26,13 @@ SWITCH = insert(Switch).values(
 )
 
 
-def test_rows_come_back_as_sqlalchemy_gives_them(channels: dict[str, str]) -> None:
+def pipelined(conn: Connection) -> AbstractContextManager[Writer]:
+    return dialect.of(conn).writer(conn)
+
+
+def test_pipelined_rows_come_back_as_sqlalchemy_gives_them(channels: dict[str, str]) -> None:
+    if db.engine().dialect.name != "postgresql":
+        pytest.skip("only PostgreSQL's writer has rows of its own; SQLite's are SQLAlchemy's")
     post_id = create_post(channels=list(channels.values()), parts=["one", "two"], at=datetime.now(UTC))
     with db.writing() as conn:
         expected = [tuple(r) for r in conn.execute(sql.DELIVERY_ROWS, {"b_post": post_id})]
@@ -96,3 +105,10 @@ def switches() -> dict[str, bool]:
 def test_a_naive_instant_is_refused_as_sqlalchemy_refuses_it(herald: Settings) -> None:
     with pytest.raises(StatementError, match="naive"), db.writing() as conn, pipelined(conn) as pipe:
         pipe.send(sql.POST_STATUS, {"b_post": 1, "b_status": "scheduled", "b_now": datetime(2026, 1, 1)})
+
+
+def test_a_rollback_writes_nothing_and_the_block_ends_quietly(herald: Settings) -> None:
+    with db.writing() as conn, pipelined(conn) as pipe:
+        pipe.send(SWITCH, {"b_name": "undone", "b_on": True})
+        pipe.rollback()
+    assert switches() == {}

@@ -329,7 +329,7 @@ def test_a_result_write_whose_held_connection_died_is_written_on_a_new_one(chann
         with db.engine().connect() as other:  # the server ends the job's session, as a restart would
             assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}).scalar_one()
         published = Published(platform_id="p-1", url="http://sandbox/p-1")
-        assert ledger.part_published(claim, claim.plans[0].delivery_id, 0, published, now(), 30) is False
+        assert ledger.part_published(claim, claim.plans[0].delivery_id, 0, published, now(), 30) == "published"
     post = describe_post(post_id)
     assert post["status"] == "published"
     assert post["deliveries"][0]["platform_id"] == "p-1"
@@ -418,9 +418,9 @@ def test_a_result_whose_publication_is_already_recorded_keeps_it_and_publishes_t
         )
 
     with caplog.at_level(logging.WARNING):
-        more = ledger.part_published(claim, plan.delivery_id, 0, Published("second", "http://x/second"), now(), 30)
+        status = ledger.part_published(claim, plan.delivery_id, 0, Published("second", "http://x/second"), now(), 30)
 
-    assert more is False
+    assert status == "published"
     assert "publication already recorded" in caplog.text
     post = describe_post(post_id)
     assert post["status"] == "published"

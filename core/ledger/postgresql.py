@@ -1,0 +1,122 @@
+"""The publish path's compound steps on PostgreSQL: one statement each, sent in a pipeline.
+
+Each statement is work for a PostgreSQL server and each answer waited for is a round
+trip. Here the same statements as SQLite's (``core.ledger.statements``) are joined by
+``WITH``: the claim's compare-and-set with its read, the claim's three writes per
+delivery, and a last part's four fenced writes with the publication row. Sub-statements
+share one snapshot; every write behind a fence is gated on the fence update having
+matched, so a fenced-out write changes nothing (and is rolled back). The writer is a
+:class:`~core.ledger.pipeline.Pipeline`, which sends a transaction's statements without
+waiting: a claim, and a result, each cost two round trips.
+
+Plain SQLAlchemy statements without the pipeline would cost a round trip for BEGIN, one
+per statement and one for COMMIT (4–6 for a claim); a server-side function would need
+admission, written once in Python (``core.domain.admission``), a second time in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Boolean, Connection, bindparam, exists, func, select
+from sqlalchemy.dialects import postgresql
+
+from core.ledger import statements as sql
+from core.ledger.dialect import Answer, Claimed, Landed, Values, Writer
+from core.ledger.pipeline import Pipeline
+
+_claimed = sql.CAS.returning(sql.posts.c.id, *sql.CLAIMED_COLUMNS).cte("claimed")
+
+#: The compare-and-set and every delivery's rows at once: one row per part, and one row
+#: with no delivery columns when the post has no delivery with parts (a LEFT JOIN, so a
+#: claim never goes unseen): as CLAIM, with the post's columns prefixed ``post_``.
+CLAIM_ROWS = (
+    select(*(_claimed.c[c.key].label(f"post_{c.key}") for c in sql.CLAIMED_COLUMNS), *sql.DELIVERY_COLUMNS)
+    .select_from(
+        _claimed.join(sql.accounts, sql.accounts.c.id == _claimed.c.account_id).outerjoin(
+            sql.deliveries.join(sql.channels, sql.channels.c.id == sql.deliveries.c.channel_id).join(
+                sql.parts, sql.parts.c.delivery_id == sql.deliveries.c.id
+            ),
+            sql.deliveries.c.post_id == _claimed.c.id,
+        )
+    )
+    .order_by(sql.deliveries.c.id, sql.parts.c.idx)
+)
+
+#: PART_SENDING (when b_fresh), DELIVERY_SENDING and ATTEMPT, per admitted delivery.
+PREPARE = sql.ATTEMPT.add_cte(
+    sql.PART_SENDING.where(bindparam("b_fresh", type_=Boolean)).returning(sql.parts.c.id).cte("sending_part"),
+    sql.DELIVERY_SENDING.returning(sql.deliveries.c.id).cte("sending_delivery"),
+)
+
+_fence = sql.FENCE.returning(sql.posts.c.id).cte("fenced")
+_gate = exists(select(_fence.c.id))
+_published = sql.DELIVERY_PUBLISHED.where(_gate).returning(sql.deliveries.c.id).cte("published_delivery")
+_columns = sql.PUBLICATION_COLUMNS
+_recorded = (
+    postgresql.insert(sql.publications)
+    .from_select(list(_columns), select(*_columns.values()).where(_gate))
+    .on_conflict_do_nothing()
+    .returning(sql.publications.c.id)
+    .cte("recorded")
+)
+
+#: FENCE, PART_PUBLISHED, END_ATTEMPT, DELIVERY_PUBLISHED and the publication row of a
+#: delivery whose last part landed; returns (fenced, moved, recorded).
+LAST_PART_LANDED = select(
+    select(func.count()).select_from(_fence).scalar_subquery().label("fenced"),
+    select(func.count()).select_from(_published).scalar_subquery().label("moved"),
+    select(func.count()).select_from(_recorded).scalar_subquery().label("recorded"),
+).add_cte(
+    sql.PART_PUBLISHED.where(_gate).returning(sql.parts.c.id).cte("published_part"),
+    sql.END_ATTEMPT.where(_gate).returning(sql.attempts.c.id).cte("ended_attempt"),
+)
+
+_PUBLICATION = (
+    postgresql.insert(sql.publications).values(**_columns).on_conflict_do_nothing().returning(sql.publications.c.id)
+)
+
+
+class _Landed:
+    def __init__(self, sent: Answer) -> None:
+        self._sent = sent
+
+    def one(self) -> Landed:
+        row = self._sent.one()
+        return Landed(fenced=bool(row.fenced), moved=bool(row.moved), recorded=bool(row.recorded))
+
+
+class PostgreSQL:
+    name = "postgresql"
+    peeks_slot_first = False
+
+    @contextmanager
+    def writer(self, conn: Connection) -> Iterator[Writer]:
+        pipeline = Pipeline(conn)
+        try:
+            yield pipeline
+        except BaseException:
+            pipeline.abandon()
+            raise
+        pipeline.leave()
+
+    def claim(self, writer: Writer, cas: Values) -> Claimed | None:
+        rows = writer.rows(CLAIM_ROWS, cas)  # with BEGIN: one round trip
+        if not rows:
+            return None
+        post = {c.key: getattr(rows[0], f"post_{c.key}") for c in sql.CLAIMED_COLUMNS}
+        return Claimed(post, [r for r in rows if r.id is not None])
+
+    def prepare(self, writer: Writer, rows: list[Values]) -> None:
+        writer.send(PREPARE, rows)
+
+    def last_part_landed(self, writer: Writer, values: Values) -> Answer:
+        return _Landed(writer.send(LAST_PART_LANDED, values))
+
+    def insert_publication(self, conn: Connection, values: Values) -> int | None:
+        new_id: int | None = conn.execute(_PUBLICATION, values).scalar()
+        return new_id
+
+
+POSTGRESQL = PostgreSQL()

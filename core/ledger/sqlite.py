@@ -1,0 +1,94 @@
+"""The publish path's compound steps on SQLite: statement by statement, in the process.
+
+SQLite has no server round trips to save and no data-modifying ``WITH``: each step runs
+the ledger's ordinary statements one after another on the SQLAlchemy connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.sql import Executable
+
+from core.ledger import statements as sql
+from core.ledger.dialect import Answer, Claimed, Landed, Values, Writer
+
+
+class Direct:
+    """A transaction's statements run one by one on the SQLAlchemy connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def send(self, statement: Executable, values: Values | Sequence[Values]) -> Any:
+        return self._conn.execute(statement, values)
+
+    def rows(self, statement: Executable, values: Values) -> list[Any]:
+        return list(self._conn.execute(statement, values).all())
+
+    def commit(self) -> None:
+        """The SQLAlchemy transaction around the block commits."""
+
+    def rollback(self) -> None:
+        self._conn.rollback()
+
+    def leave(self) -> None:
+        """Nothing to leave."""
+
+
+class _Now:
+    def __init__(self, value: Landed) -> None:
+        self._value = value
+
+    def one(self) -> Landed:
+        return self._value
+
+
+_PUBLICATION = (
+    sqlite.insert(sql.publications)
+    .values(**sql.PUBLICATION_COLUMNS)
+    .on_conflict_do_nothing()
+    .returning(sql.publications.c.id)
+)
+
+
+class SQLite:
+    name = "sqlite"
+    peeks_slot_first = True
+
+    @contextmanager
+    def writer(self, conn: Connection) -> Iterator[Writer]:
+        yield Direct(conn)
+
+    def claim(self, writer: Writer, cas: Values) -> Claimed | None:
+        post = writer.send(sql.CLAIM, cas).one_or_none()
+        if post is None:
+            return None
+        return Claimed(post._mapping, writer.rows(sql.DELIVERY_ROWS, {"b_post": cas["b_post"]}))
+
+    def prepare(self, writer: Writer, rows: list[Values]) -> None:
+        # One statement per table, each over every admitted delivery.
+        if fresh := [r for r in rows if r["b_fresh"]]:
+            writer.send(sql.PART_SENDING, fresh)
+        writer.send(sql.DELIVERY_SENDING, rows)
+        writer.send(sql.ATTEMPT, rows)
+
+    def last_part_landed(self, writer: Writer, values: Values) -> Answer:
+        if not writer.send(sql.FENCE, values).rowcount:
+            return _Now(Landed(fenced=False, moved=False, recorded=False))
+        writer.send(sql.PART_PUBLISHED, values)
+        writer.send(sql.END_ATTEMPT, values)
+        moved = bool(writer.send(sql.DELIVERY_PUBLISHED, values).rowcount)
+        recorded = writer.send(_PUBLICATION, values).scalar() is not None
+        return _Now(Landed(fenced=True, moved=moved, recorded=recorded))
+
+    def insert_publication(self, conn: Connection, values: Values) -> int | None:
+        new_id: int | None = conn.execute(_PUBLICATION, values).scalar()
+        return new_id
+
+
+SQLITE = SQLite()

@@ -1,0 +1,342 @@
+"""The ledger's contract, run against SQLite and PostgreSQL alike (parametrized).
+
+Each test says what the one writer of publishing state must do, whatever database it
+talks to: the claim's compare-and-set and what it commits before any call, the fenced
+writes of an attempt, and the edge cases where a second implementation once drifted (a
+post with no deliveries was claimed on PostgreSQL – fence bumped, ``publishing``, the
+lease never given back – while SQLite cancelled it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, delete, select, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from core import config, ledger
+from core.config import Settings
+from core.domain.errors import FencedOut
+from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason
+from core.ledger import claim as claiming
+from core.plugins.adapter import Published
+from core.runtime import job
+from core.runtime.clock import ManualClock
+from core.store import db, schema
+from core.store.models import Account, Approval, Attempt, Channel, Delivery, DeliveryPart, Post, Publication
+from tests.integration.conftest import _throwaway_postgres
+
+pytestmark = pytest.mark.integration
+
+LEASE, GRACE = 30.0, 30.0
+SLOT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def _postgres_url() -> str:
+    given = os.environ.get("HERALD_DATABASE_URL", "")
+    return given if given.startswith("postgresql") else "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('contract') / 'herald.db'}"
+        schema.upgrade(db.engine_for(url))
+        yield url
+        return
+    probe = create_engine(_postgres_url().replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with probe.connect():
+            pass
+    except OperationalError:
+        pytest.skip("no PostgreSQL server to run the contract against")
+    finally:
+        probe.dispose()
+    for url in _throwaway_postgres(_postgres_url()):
+        schema.upgrade(db.engine_for(url))
+        yield url
+
+
+@pytest.fixture
+def store(backend: str) -> Iterator[str]:
+    """Empty tables on ``backend``, and herald's settings pointing at it."""
+    engine = db.engine_for(backend)
+    with engine.begin() as conn:
+        for table in ("publications", "attempts", "delivery_parts", "deliveries", "posts", "channels", "accounts"):
+            conn.execute(text(f"DELETE FROM {table}"))
+    previous = config.settings()
+    config.use(Settings(database_url=backend, lease_seconds=LEASE, grace_seconds=GRACE, call_timeout=10.0))
+    job.use_clock(ManualClock(SLOT + timedelta(seconds=1)))
+    yield engine.dialect.name
+    job.use_clock(None)
+    config.use(previous)
+
+
+def make_post(*, channels: int = 1, parts: int = 1, slot: datetime = SLOT, not_before: datetime | None = None) -> int:
+    with db.transaction() as s:
+        account = Account(name="default", created_at=SLOT)
+        s.add(account)
+        s.flush()
+        ids = []
+        for i in range(channels):
+            channel = Channel(
+                name=f"c{i}", platform="sandbox-native", settings={}, account_id=account.id, created_at=SLOT
+            )
+            s.add(channel)
+            s.flush()
+            ids.append(channel.id)
+        post = ledger.insert_post(
+            s,
+            account_id=account.id,
+            channel_ids=ids,
+            parts=[{"text": f"part {i}", "media": []} for i in range(parts)],
+            scheduled_at=slot,
+            zone="UTC",
+            not_before=not_before,
+            approval=Approval.NOT_REQUIRED,
+            now=SLOT,
+        )
+        return post.id
+
+
+def row(post_id: int) -> Post:
+    with db.reading() as s:
+        return s.get_one(Post, post_id)
+
+
+def deliveries(post_id: int) -> list[Delivery]:
+    with db.reading() as s:
+        found = s.execute(select(Delivery).where(Delivery.post_id == post_id).order_by(Delivery.id)).scalars()
+        return [d for d in found if d.parts is not None]  # parts loaded while the session is open
+
+
+def parts(post_id: int) -> list[tuple[PartState, str | None]]:
+    with db.reading() as s:
+        query = (
+            select(DeliveryPart.state, DeliveryPart.key)
+            .join(Delivery, Delivery.id == DeliveryPart.delivery_id)
+            .where(Delivery.post_id == post_id)
+            .order_by(Delivery.id, DeliveryPart.idx)
+        )
+        return [(r.state, r.key) for r in s.execute(query)]
+
+
+def claim(post_id: int, at: datetime, worker: str = "w1") -> ledger.Claim | None:
+    return ledger.claim_post(post_id, worker, at, LEASE, GRACE)
+
+
+def test_a_post_without_deliveries_is_cancelled_and_its_lease_given_back(store: str) -> None:
+    post_id = make_post(channels=0)
+
+    outcome = job.publish_post(post_id)
+
+    assert outcome.result is job.JobResult.NOTHING_DUE
+    post = row(post_id)
+    assert (post.status, post.lease_owner, post.lease_expires_at, post.fence) == (PostStatus.CANCELLED, None, None, 1)
+
+
+def test_a_delivery_without_parts_is_not_sent_and_the_lease_is_given_back(store: str) -> None:
+    post_id = make_post(channels=1)
+    with db.transaction() as s:
+        s.execute(delete(DeliveryPart))
+
+    got = claim(post_id, SLOT)
+
+    assert got is not None and got.plans == ()
+    ledger.release(got, SLOT, LEASE)
+    post = row(post_id)
+    assert (post.lease_owner, post.fence) == (None, 1)
+
+
+def test_the_claim_commits_every_key_and_sending_before_it_returns(store: str) -> None:
+    post_id = make_post(channels=2, parts=2)
+
+    got = claim(post_id, SLOT + timedelta(seconds=1))
+
+    assert got is not None and got.fence == 1 and len(got.plans) == 2
+    # Read on another connection: committed, before any platform call could be made.
+    assert [state for state, _ in parts(post_id)] == [PartState.SENDING, PartState.UNSENT] * 2
+    assert all(key for state, key in parts(post_id) if state is PartState.SENDING)
+    assert [d.status for d in deliveries(post_id)] == [DeliveryStatus.SENDING] * 2
+    assert [d.attempts for d in deliveries(post_id)] == [1, 1]
+    with db.reading() as s:
+        opened = s.execute(select(Attempt.action, Attempt.ended_at, Attempt.worker)).all()
+    assert sorted(opened) == [("send", None, "w1"), ("send", None, "w1")]
+    post = row(post_id)
+    assert (post.status, post.lease_owner) == (PostStatus.PUBLISHING, "w1")
+
+
+def test_a_live_lease_is_not_taken_and_a_stale_one_is_with_a_new_fence(store: str) -> None:
+    post_id = make_post()
+    first = claim(post_id, SLOT)
+    assert first is not None
+
+    assert claim(post_id, SLOT + timedelta(seconds=LEASE + GRACE - 1), worker="w2") is None
+    second = claim(post_id, SLOT + timedelta(seconds=LEASE + GRACE + 1), worker="w2")
+
+    assert second is not None and second.fence == first.fence + 1
+    assert second.plans[0].in_doubt  # the first claim's part may have reached the platform
+
+
+def test_an_early_job_claims_nothing(store: str) -> None:
+    post_id = make_post()
+
+    early = ledger.claim_due_post(post_id, "w1", SLOT - timedelta(seconds=5), LEASE, GRACE)
+
+    assert early == ledger.Early(SLOT)
+    post = row(post_id)
+    assert (post.fence, post.status, post.lease_owner) == (0, PostStatus.SCHEDULED, None)
+
+
+def test_a_one_part_result_publishes_records_and_gives_the_lease_back(store: str) -> None:
+    post_id = make_post()
+    got = claim(post_id, SLOT)
+    assert got is not None
+
+    status = ledger.part_published(got, got.plans[0].delivery_id, 0, Published("p1", "u/p1"), SLOT, LEASE)
+
+    assert status is PostStatus.PUBLISHED
+    post = row(post_id)
+    assert (post.status, post.lease_owner) == (PostStatus.PUBLISHED, None)
+    with db.reading() as s:
+        (publication,) = s.execute(select(Publication)).scalars()
+        (attempt,) = s.execute(select(Attempt)).scalars()
+    assert (publication.platform_id, publication.url, publication.slot) == ("p1", "u/p1", SLOT)
+    assert (attempt.outcome, attempt.ended_at) == ("published", SLOT)
+    (delivery,) = deliveries(post_id)
+    assert (delivery.status, delivery.confirmed_at, delivery.first_seen_at) == (DeliveryStatus.PUBLISHED, SLOT, None)
+
+
+def test_a_thread_sends_part_after_part_and_its_publication_names_the_first(store: str) -> None:
+    post_id = make_post(parts=3)
+    got = claim(post_id, SLOT)
+    assert got is not None
+    delivery_id = got.plans[0].delivery_id
+    first = Published("t0", "u/t0")
+
+    assert ledger.part_published(got, delivery_id, 0, first, SLOT, LEASE) is None
+    assert [s for s, _ in parts(post_id)] == [PartState.PUBLISHED, PartState.SENDING, PartState.UNSENT]
+    assert row(post_id).lease_owner == "w1"  # the thread is still being sent
+    assert ledger.part_published(got, delivery_id, 1, Published("t1", "u/t1"), SLOT, LEASE, first=first) is None
+    last = ledger.part_published(got, delivery_id, 2, Published("t2", "u/t2"), SLOT, LEASE, first=first)
+
+    assert last is PostStatus.PUBLISHED
+    with db.reading() as s:
+        (publication,) = s.execute(select(Publication)).scalars()
+        attempts = s.execute(select(Attempt.part_idx, Attempt.outcome).order_by(Attempt.id)).all()
+    assert (publication.platform_id, publication.url) == ("t0", "u/t0")
+    assert attempts == [(0, "published"), (1, "published"), (2, "published")]
+    assert row(post_id).lease_owner is None
+
+
+def test_a_publication_already_recorded_keeps_the_first_and_still_publishes(store: str) -> None:
+    post_id = make_post()
+    got = claim(post_id, SLOT)
+    assert got is not None
+    with db.writing() as conn:
+        ledger.record_publication(conn, post_id, got.plans[0].channel_id, SLOT, 1, "first", "u/first", SLOT)
+
+    status = ledger.part_published(got, got.plans[0].delivery_id, 0, Published("second", "u/second"), SLOT, LEASE)
+
+    assert status is PostStatus.PUBLISHED
+    with db.reading() as s:
+        assert s.execute(select(Publication.platform_id)).scalars().all() == ["first"]
+    assert row(post_id).lease_owner is None
+
+
+def test_a_write_of_a_superseded_claim_records_nothing(store: str) -> None:
+    post_id = make_post()
+    old = claim(post_id, SLOT)
+    new = claim(post_id, SLOT + timedelta(seconds=LEASE + GRACE + 1), worker="w2")
+    assert old is not None and new is not None
+
+    with pytest.raises(FencedOut):
+        ledger.part_published(old, old.plans[0].delivery_id, 0, Published("stale", "u"), SLOT, LEASE)
+    with pytest.raises(FencedOut):
+        ledger.delivery_parked(
+            old, old.plans[0].delivery_id, 0, in_doubt=False, next_attempt_at=None, reason=None, detail="x",
+            now=SLOT, lease=LEASE,
+        )  # fmt: skip
+
+    (delivery,) = deliveries(post_id)
+    assert delivery.status is DeliveryStatus.SENDING
+    with db.reading() as s:
+        assert s.execute(select(Publication)).first() is None
+    assert row(post_id).lease_owner == "w2"
+
+
+@pytest.mark.parametrize(
+    ("in_doubt", "exhausted", "status", "reason", "part"),
+    [
+        (False, Reason.PLATFORM_UNAVAILABLE, DeliveryStatus.FAILED, Reason.PLATFORM_UNAVAILABLE, PartState.UNSENT),
+        (False, Reason.ADAPTER_ERROR, DeliveryStatus.FAILED, Reason.ADAPTER_ERROR, PartState.UNSENT),
+        (True, Reason.ADAPTER_ERROR, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, PartState.SENDING),
+    ],
+)
+def test_retries_exhausted_end_with_a_reason_and_the_lease_given_back(
+    store: str, in_doubt: bool, exhausted: Reason, status: DeliveryStatus, reason: Reason, part: PartState
+) -> None:
+    post_id = make_post()
+    got = claim(post_id, SLOT)
+    assert got is not None
+
+    ledger.delivery_parked(
+        got, got.plans[0].delivery_id, 0, in_doubt=in_doubt, next_attempt_at=None, reason=None,
+        detail="AdapterError: boom", now=SLOT, lease=LEASE, exhausted=exhausted,
+    )  # fmt: skip
+
+    (delivery,) = deliveries(post_id)
+    assert (delivery.status, delivery.reason, delivery.detail) == (status, reason, "AdapterError: boom")
+    assert parts(post_id)[0][0] is part
+    assert row(post_id).lease_owner is None
+
+
+def test_an_embargo_on_a_delivery_already_tried_parks_it_through_the_checked_move(store: str) -> None:
+    lifts = SLOT + timedelta(hours=1)
+    post_id = make_post(not_before=lifts)
+    with db.transaction() as s:  # an earlier attempt parked it (the embargo was set since)
+        s.execute(text("UPDATE deliveries SET status = 'retry_wait', attempts = 1"))
+
+    got = claim(post_id, SLOT + timedelta(seconds=1))
+
+    assert got is not None and got.plans == ()
+    (delivery,) = deliveries(post_id)
+    assert (delivery.status, delivery.reason, delivery.next_attempt_at) == (
+        DeliveryStatus.RETRY_WAIT,
+        Reason.EMBARGOED,
+        lifts,
+    )
+
+
+def test_a_claim_whose_answer_was_lost_takes_its_own_lease_and_sends_afresh(
+    store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post_id = make_post()
+    real = claiming._claim_once
+    calls: list[bool] = []
+
+    def answer_lost(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["recovering"])
+        got = real(*args, **kwargs)
+        if len(calls) == 1:  # committed; the connection died before the answer came back
+            raise DBAPIError(
+                "COMMIT", None, ConnectionError("server closed the connection"), connection_invalidated=True
+            )
+        return got
+
+    monkeypatch.setattr(claiming, "_claim_once", answer_lost)
+    got = claim(post_id, SLOT)
+
+    assert calls == [False, True]
+    assert got is not None and got.fence == 2 and got.worker == "w1"
+    (plan,) = got.plans
+    assert not plan.in_doubt  # no call follows a claim before its answer
+    assert plan.attempts == 1
+    with db.reading() as s:
+        attempts = s.execute(select(Attempt.fence, Attempt.outcome, Attempt.action).order_by(Attempt.id)).all()
+    assert attempts == [(1, "not_sent", "send"), (2, None, "send")]
+    assert row(post_id).lease_owner == "w1"
