@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core.plugins.events import AlarmEvent
@@ -117,12 +117,3 @@ def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:
             resolve_alarm(alarm_id, now)
             resolved += 1
     return raised, resolved
-
-
-def list_alarms(*, include_resolved: bool = False) -> list[AlarmEvent]:
-    """Open alarms (and resolved ones when asked), newest first."""
-    query = select(Alarm, Channel.name).join(Channel, Channel.id == Alarm.channel_id).order_by(Alarm.id.desc())
-    if not include_resolved:
-        query = query.where(Alarm.open_key.is_not(None))
-    with db.reading() as s:
-        return [_event(alarm, channel, "open" if alarm.open_key else "resolved") for alarm, channel in s.execute(query)]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from redis.exceptions import RedisError
@@ -16,6 +14,7 @@ from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
 from core.cli import watch as cli_watch
+from core.cli.output import JsonOpt, out, print_json, shown
 from core.domain.errors import HeraldError, UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Schedule a post once; herald publishes it.")
@@ -27,13 +26,6 @@ app.add_typer(channel_app, name="channel")
 app.add_typer(post_app, name="post")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(account_app, name="account")
-
-out = Console()
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 @app.command()
@@ -53,7 +45,7 @@ def adapters(as_json: JsonOpt = False) -> None:
 
     rows = describe()
     if as_json:
-        _print_json([r.__dict__ for r in rows])
+        print_json(rows)
         return
     table = Table("name", "version", "strategy", "key_ttl", "plugin", "enabled")
     for r in rows:
@@ -78,16 +70,22 @@ def channel_add(
 
 @channel_app.command("list")
 def channel_list(as_json: JsonOpt = False) -> None:
-    """List channels with their platform, account and connection."""
-    from core.services.channels import list_channels
+    """List channels with their platform, account, connection and settings (secrets masked)."""
+    from core.services.channels import show_channels
 
-    rows = list_channels()
+    rows = show_channels()
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
-    table = Table("name", "platform", "account", "connected")
+    table = Table("name", "platform", "account", "connected", "settings")
     for r in rows:
-        table.add_row(r["name"], r["platform"], r["account"], "yes" if r["connected"] else "NO: reconnect it")
+        table.add_row(
+            r.name,
+            r.platform,
+            r.account,
+            "yes" if r.connected else "NO: reconnect it",
+            " ".join(f"{key}={value}" for key, value in r.settings.items()),
+        )
     out.print(table)
 
 
@@ -95,26 +93,16 @@ def channel_list(as_json: JsonOpt = False) -> None:
 def channel_reconnect(
     name: str,
     set_: Annotated[list[str] | None, typer.Option("--set", help="New settings, key=value.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Mark a channel connected again (after new credentials); held deliveries go out."""
     from core.services.channels import parse_settings, reconnect_channel
-    from core.services.posts import lift_admission_holds
 
-    reconnect_channel(name, parse_settings(set_ or []))
-    armed = lift_admission_holds()
-    out.print(f"channel {name} connected; {len(armed)} post(s) armed again")
-
-
-def _slot(at: str | None, in_: str | None, zone: str | None, fold: int | None) -> tuple[datetime | None, str]:
-    from core.domain.timing import parse_duration, parse_instant
-
-    if at and in_:
-        raise UserError("give --at or --in, not both")
-    if in_:
-        return datetime.now(UTC) + parse_duration(in_), zone or "UTC"
-    if at:
-        return parse_instant(at, zone, fold)
-    return None, zone or "UTC"
+    done = reconnect_channel(name, parse_settings(set_ or []))
+    if as_json:
+        print_json(done)
+        return
+    out.print(f"channel {done.channel.name} connected; {len(done.armed)} post(s) armed again")
 
 
 @post_app.command("create")
@@ -133,8 +121,8 @@ def post_create(
     needs_approval: Annotated[bool, typer.Option(help="Hold until `herald post approve`.")] = False,
 ) -> None:
     """Schedule a post (now, --at an instant, or --in a delay) and print its id."""
-    from core.domain.timing import parse_instant
     from core.services.posts import create_post
+    from core.services.slots import parse_embargo, parse_slot
 
     texts = list(part or [])
     if text is not None:
@@ -143,10 +131,14 @@ def post_create(
         from threads.chain import split_parts
 
         texts += split_parts(parts_file.read_text())
-    when, shown_in = _slot(at, in_, zone, fold)
-    embargo = parse_instant(not_before, zone, fold)[0] if not_before else None
+    slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold)
     post_id = create_post(
-        channels=channel, parts=texts, at=when, zone=shown_in, not_before=embargo, needs_approval=needs_approval
+        channels=channel,
+        parts=texts,
+        at=slot.at,
+        zone=slot.zone,
+        not_before=parse_embargo(not_before, zone, fold),
+        needs_approval=needs_approval,
     )
     sys.stdout.write(f"{post_id}\n")
 
@@ -155,26 +147,24 @@ def post_create(
 def post_show(post_id: int, as_json: JsonOpt = False) -> None:
     """Show a post: its status, each delivery's status, reason, platform id and url, attempts;
     for a thread, how far it got on each channel and every part's state and platform id."""
-    from core.services.posts import describe_post
+    from core.services.posts import show_post
 
-    info = describe_post(post_id)
+    post = show_post(post_id)
     if as_json:
-        _print_json(info)
+        print_json(post)
         return
-    out.print(f"post {info['id']}  [bold]{info['status']}[/]  slot {info['scheduled_at']} ({info['zone']})")
+    out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
-    for d in info["deliveries"]:
-        reason = f"{d['reason']}: {d['explanation']} {d['action']}" if d["reason"] else (d["detail"] or "")
-        table.add_row(
-            d["channel"], d["status"], d["progress"], reason, d["platform_id"] or "", d["url"] or "", str(d["attempts"])
-        )
+    for d in post.deliveries:
+        reason = f"{d.reason}: {d.explanation} {d.action}" if d.reason else shown(d.detail)
+        table.add_row(d.channel, d.status, d.progress, reason, shown(d.platform_id), shown(d.url), str(d.attempts))
     out.print(table)
-    for d in info["deliveries"]:
-        if len(d["parts"]) < 2:
+    for d in post.deliveries:
+        if len(d.parts) < 2:
             continue
-        thread = Table("part", "state", "platform id", "url", title=f"{d['channel']}: thread {d['progress']} published")
-        for p in d["parts"]:
-            thread.add_row(f"{p['index'] + 1}/{len(d['parts'])}", p["state"], p["platform_id"] or "", p["url"] or "")
+        thread = Table("part", "state", "platform id", "url", title=f"{d.channel}: thread {d.progress} published")
+        for p in d.parts:
+            thread.add_row(f"{p.index + 1}/{len(d.parts)}", p.state, shown(p.platform_id), shown(p.url))
         out.print(thread)
 
 
@@ -197,11 +187,10 @@ def post_reschedule(
 ) -> None:
     """Move a post that has not started publishing to a new slot."""
     from core.services.posts import reschedule_post
+    from core.services.slots import parse_slot
 
-    when, shown_in = _slot(at, in_, zone, fold)
-    if when is None:
-        raise UserError("give the new slot with --at or --in")
-    reschedule_post(post_id, when, shown_in)
+    slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold)
+    reschedule_post(post_id, slot.instant, slot.zone)
     out.print(f"post {post_id} moved")
 
 

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-out = Console()
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+from core.cli.output import JsonOpt, out, print_json, shown
 
 
 def register(app: typer.Typer) -> None:
@@ -40,11 +33,11 @@ def register(app: typer.Typer) -> None:
     def health(as_json: JsonOpt = False) -> None:
         """Last reconciler tick, queue depth, oldest unclaimed due slot, open alarms.
         Exits 1 when unhealthy, for monitoring."""
-        from reconciler.health import health as read_health
+        from core.services.health import health as read_health
 
         report = read_health()
         if as_json:
-            _print_json(report.as_json())
+            print_json(report)
         else:
             out.print(f"last reconciler tick: {_ago(report.last_tick_age)} ago")
             out.print(f"queue: {report.queued} queued, {report.scheduled} scheduled")
@@ -61,34 +54,34 @@ def register(app: typer.Typer) -> None:
         """Per delivery: slot, claimed, confirmed, first seen, the gaps, and the attempts log."""
         from core.services.timeline import timeline as read_timeline
 
-        info = read_timeline(post_id)
+        line = read_timeline(post_id)
         if as_json:
-            _print_json(info)
+            print_json(line)
             return
-        out.print(f"post {info['post']}  [bold]{info['status']}[/]  (times in {info['zone']})")
-        for d in info["deliveries"]:
-            out.print(f"\n[bold]{d['channel']}[/]  {d['status']}")
+        out.print(f"post {line.post}  [bold]{line.status}[/]  (times in {line.zone})")
+        for d in line.deliveries:
+            out.print(f"\n[bold]{d.channel}[/]  {d.status}")
             table = Table("instant", "at", "gap from previous")
-            table.add_row("slot", d["slot"], "")
-            table.add_row("claimed", d["claimed"] or "-", _secs(d["slot_to_claimed"]))
-            table.add_row("confirmed", d["confirmed"] or "-", _secs(d["claimed_to_confirmed"]))
-            table.add_row("first seen", d["first_seen"] or "-", _secs(d["confirmed_to_first_seen"]))
+            table.add_row("slot", _at(d.slot), "")
+            table.add_row("claimed", _at(d.claimed), _secs(d.slot_to_claimed))
+            table.add_row("confirmed", _at(d.confirmed), _secs(d.claimed_to_confirmed))
+            table.add_row("first seen", _at(d.first_seen), _secs(d.confirmed_to_first_seen))
             out.print(table)
-            if len(d["parts"]) > 1:
+            if len(d.parts) > 1:
                 parts = Table("part", "state", "platform id", "url")
-                for p in d["parts"]:
-                    parts.add_row(str(p["index"] + 1), p["state"], p["platform_id"] or "", p["url"] or "")
+                for p in d.parts:
+                    parts.add_row(str(p.index + 1), p.state, shown(p.platform_id), shown(p.url))
                 out.print(parts)
             log = Table("part", "fence", "worker", "action", "started", "outcome", "error")
-            for a in d["attempts"]:
+            for a in d.attempts:
                 log.add_row(
-                    str(a["part"] + 1),
-                    str(a["fence"]),
-                    a["worker"],
-                    a["action"],
-                    a["started"],
-                    a["outcome"] or "…",
-                    a["error"] or "",
+                    str(a.part + 1),
+                    str(a.fence),
+                    a.worker,
+                    a.action,
+                    _at(a.started),
+                    a.outcome or "…",
+                    shown(a.error),
                 )
             out.print(log)
 
@@ -98,16 +91,20 @@ def register(app: typer.Typer) -> None:
         all_: Annotated[bool, typer.Option("--all", help="Include resolved alarms.")] = False,
     ) -> None:
         """List open alarms (missed slots, duplicates)."""
-        from reconciler.alarms import list_alarms
+        from core.services.alarms import list_alarms
 
         rows = list_alarms(include_resolved=all_)
         if as_json:
-            _print_json([r.as_json() for r in rows])
+            print_json(rows)
             return
         table = Table("id", "kind", "state", "post", "channel", "slot", "detail")
         for r in rows:
-            table.add_row(str(r.id), r.kind, r.state, str(r.post_id), r.channel, r.slot.isoformat(), r.detail)
+            table.add_row(str(r.id), r.kind, r.state, str(r.post_id), r.channel, _at(r.slot), r.detail)
         out.print(table)
+
+
+def _at(instant: datetime | None) -> str:
+    return shown(instant) or "-"
 
 
 def _ago(seconds: float | None) -> str:

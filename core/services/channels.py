@@ -2,18 +2,80 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound, UserError
+from core.ledger.channels import set_connected
 from core.plugins import manager as plugins
 from core.runtime.clock import DatabaseClock
+from core.services.posts import lift_admission_holds
+from core.services.views import jsonable
 from core.store import db
 from core.store.models import Account, Channel
 
 DEFAULT_ACCOUNT = "default"
+
+#: What in a setting's name makes its value a secret (``token``, ``api_key``,
+#: ``client_secret``, ``appPassword``...), matched anywhere in the name so ``apikey`` and
+#: ``accesstoken`` count too; masking a harmless setting by mistake costs nothing.
+_SECRET = re.compile(r"token|passw|secret|key|credential|auth|cookie", re.IGNORECASE)
+#: The most of a secret's end shown, to tell two credentials apart.
+_SHOWN = 4
+MASK = "••••"
+
+
+@dataclass(frozen=True)
+class ChannelView:
+    """A channel as `herald channel list` shows it; secrets masked."""
+
+    name: str
+    platform: str
+    account: str
+    #: False once the platform refused its credentials: `herald channel reconnect` it.
+    connected: bool
+    settings: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Reconnected:
+    """What `herald channel reconnect` did."""
+
+    channel: ChannelView
+    #: The names of the settings the reconnect replaced or added.
+    updated_settings: tuple[str, ...]
+    #: The posts armed again now that admission may let them through.
+    armed: tuple[int, ...]
+
+
+def is_secret(setting: str) -> bool:
+    """Whether a setting called ``setting`` holds a credential (never printed whole)."""
+    return _SECRET.search(setting) is not None
+
+
+def mask(value: str) -> str:
+    """``••••`` and the value's last 4 characters at most – a quarter of it for a short
+    one – enough to tell two credentials apart, never enough to use one."""
+    if not value:
+        return ""
+    return MASK + value[len(value) - min(_SHOWN, len(value) // 4) :]
+
+
+def _channel_view(channel: Channel, account: str) -> ChannelView:
+    shown = {key: mask(str(value)) if is_secret(key) else str(value) for key, value in sorted(channel.settings.items())}
+    return ChannelView(
+        name=channel.name,
+        platform=channel.platform,
+        account=account,
+        connected=channel.connected,
+        settings=MappingProxyType(shown),
+    )
 
 
 def account_named(s: Session, name: str, *, create: bool = False) -> Account:
@@ -67,27 +129,38 @@ def add_channel(name: str, platform: str, settings: dict[str, str], account: str
         return channel.id
 
 
-def list_channels() -> list[dict[str, Any]]:
+def show_channels() -> list[ChannelView]:
+    """Every channel, by name, with its settings' secrets masked."""
     with db.reading() as s:
         rows = s.execute(select(Channel, Account.name).join(Account).order_by(Channel.name)).all()
-        return [
-            {
-                "name": c.name,
-                "platform": c.platform,
-                "account": account,
-                "connected": c.connected,
-                "settings": dict(c.settings),
-            }
-            for c, account in rows
-        ]
+        return [_channel_view(c, account) for c, account in rows]
 
 
-def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> None:
-    """Mark a channel connected again (after new credentials), merging new settings."""
+def list_channels() -> list[dict[str, Any]]:
+    """Deprecated: :func:`show_channels` in its JSON form, for callers that still index by key.
+
+    New code reads the views; this goes once nothing calls it.
+    """
+    return [cast(dict[str, Any], jsonable(view)) for view in show_channels()]
+
+
+def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reconnected:
+    """Mark a channel connected again (after new credentials), merging new settings, and
+    re-admit what admission held: the deliveries held for the disconnection go out.
+
+    Raises:
+        NotFound: no channel of that name.
+    """
     with db.transaction() as s:
-        channel = s.execute(select(Channel).where(Channel.name == name)).scalar_one_or_none()
-        if channel is None:
-            raise NotFound(f"no channel named {name!r}")
-        channel.connected = True
+        row = s.execute(select(Channel, Account.name).join(Account).where(Channel.name == name)).one_or_none()
+        if row is None:
+            raise NotFound(f"no channel named {name!r}; `herald channel list` shows them")
+        channel, account = row
         if settings:
             channel.settings = {**channel.settings, **settings}
+        s.flush()
+        set_connected(s, channel.id, connected=True)
+        s.refresh(channel)
+        view = _channel_view(channel, account)
+    armed = lift_admission_holds()
+    return Reconnected(channel=view, updated_settings=tuple(sorted(settings or {})), armed=tuple(armed))

@@ -6,21 +6,91 @@ no threads, or a part longer than the platform allows, is refused with a clear e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 
 from core import ledger
 from core.domain.errors import NotFound, UserError
-from core.domain.states import ADMISSION_HOLDS, DeliveryStatus
-from core.domain.timing import show
+from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason
 from core.plugins import manager as plugins
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
+from core.services.views import jsonable, maybe_shown_in, shown_in
 from core.store import db
-from core.store.models import Account, Approval, Attempt, Channel, Post
+from core.store.models import Account, Approval, Attempt, Channel, Delivery, DeliveryPart, Post
 from threads.progress import progress
+
+
+@dataclass(frozen=True)
+class PartView:
+    """One part of a delivery: its state, its delivery key, where it landed."""
+
+    #: 0 for the first part of a thread.
+    index: int
+    state: PartState
+    key: str | None
+    platform_id: str | None
+    url: str | None
+    published_at: datetime | None
+
+
+@dataclass(frozen=True)
+class DeliveryView:
+    """A post on one channel: its status, why it waits or failed and what fixes it."""
+
+    channel: str
+    platform: str
+    status: DeliveryStatus
+    reason: Reason | None
+    #: The reason's explanation and the action that fixes it, verbatim.
+    explanation: str | None
+    action: str | None
+    detail: str | None
+    #: When the next try is due (a retry, or an embargo's end), while it waits for one.
+    next_attempt_at: datetime | None
+    #: How many attempts were made.
+    attempts: int
+    #: Published parts out of all parts, e.g. ``2/5``.
+    progress: str
+    #: The first part's, which is the post's for a one-part post.
+    platform_id: str | None
+    url: str | None
+    parts: tuple[PartView, ...]
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    """One entry of the attempts log: a worker's call for one part, under one fence."""
+
+    #: The delivery's id.
+    delivery: int
+    part: int
+    fence: int
+    worker: str
+    action: str
+    started_at: datetime
+    #: None while the call is in flight (or its worker died in it).
+    outcome: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PostView:
+    """A post as `herald post show` shows it; instants in the post's zone."""
+
+    id: int
+    status: PostStatus
+    account: str
+    scheduled_at: datetime
+    zone: str
+    revision: int
+    not_before: datetime | None
+    approval: Approval
+    deliveries: tuple[DeliveryView, ...]
+    attempts: tuple[AttemptView, ...]
 
 
 def _now() -> datetime:
@@ -123,66 +193,82 @@ def lift_admission_holds() -> list[int]:
     return post_ids
 
 
-def describe_post(post_id: int) -> dict[str, Any]:
+def show_post(post_id: int) -> PostView:
     """Everything `herald post show` prints: status, deliveries with their progress and
-    each part's state and platform id, attempts."""
+    each part's state and platform id, attempts; instants in the post's zone.
+
+    Raises:
+        NotFound: no such post.
+    """
     with db.reading() as s:
         post = s.get(Post, post_id)
         if post is None:
             raise NotFound(f"no post {post_id}; `herald post list` shows the posts")
         attempts = s.execute(select(Attempt).where(Attempt.post_id == post_id).order_by(Attempt.id)).scalars().all()
         account = s.get_one(Account, post.account_id)
-        return {
-            "id": post.id,
-            "status": str(post.status),
-            "account": account.name,
-            "scheduled_at": show(post.scheduled_at, post.zone),
-            "zone": post.zone,
-            "revision": post.revision,
-            "not_before": show(post.not_before, post.zone) if post.not_before else None,
-            "approval": str(post.approval),
-            "deliveries": [
-                {
-                    "channel": d.channel.name,
-                    "platform": d.channel.platform,
-                    "status": str(d.status),
-                    "reason": str(d.reason) if d.reason else None,
-                    "explanation": d.reason.explanation if d.reason else None,
-                    "action": d.reason.action if d.reason else None,
-                    "detail": d.detail,
-                    "next_attempt_at": show(d.next_attempt_at, post.zone)
-                    if d.next_attempt_at and d.status in (DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING)
-                    else None,
-                    "attempts": d.attempts,
-                    # How far a thread got (§10): "2/5" while parts remain, whatever the status.
-                    "progress": str(progress(p.state for p in d.parts)),
-                    "platform_id": d.parts[0].platform_id if d.parts else None,
-                    "url": d.parts[0].url if d.parts else None,
-                    "parts": [
-                        {
-                            "index": p.idx,
-                            "state": str(p.state),
-                            "key": p.key,
-                            "platform_id": p.platform_id,
-                            "url": p.url,
-                            "published_at": show(p.published_at, post.zone) if p.published_at else None,
-                        }
-                        for p in d.parts
-                    ],
-                }
-                for d in post.deliveries
-            ],
-            "attempts": [
-                {
-                    "delivery": a.delivery_id,
-                    "part": a.part_idx,
-                    "fence": a.fence,
-                    "worker": a.worker,
-                    "action": a.action,
-                    "started_at": show(a.started_at, post.zone),
-                    "outcome": a.outcome,
-                    "error": a.error,
-                }
+        tz = post.zone
+        return PostView(
+            id=post.id,
+            status=post.status,
+            account=account.name,
+            scheduled_at=shown_in(post.scheduled_at, tz),
+            zone=tz,
+            revision=post.revision,
+            not_before=maybe_shown_in(post.not_before, tz),
+            approval=post.approval,
+            deliveries=tuple(_delivery_view(d, tz) for d in post.deliveries),
+            attempts=tuple(
+                AttemptView(
+                    delivery=a.delivery_id,
+                    part=a.part_idx,
+                    fence=a.fence,
+                    worker=a.worker,
+                    action=a.action,
+                    started_at=shown_in(a.started_at, tz),
+                    outcome=a.outcome,
+                    error=a.error,
+                )
                 for a in attempts
-            ],
-        }
+            ),
+        )
+
+
+def part_view(part: DeliveryPart, tz: str) -> PartView:
+    """One part of a delivery as `post show` and `timeline` show it."""
+    return PartView(
+        index=part.idx,
+        state=part.state,
+        key=part.key,
+        platform_id=part.platform_id,
+        url=part.url,
+        published_at=maybe_shown_in(part.published_at, tz),
+    )
+
+
+def _delivery_view(d: Delivery, tz: str) -> DeliveryView:
+    # A retry's or an embargo's time only means something while the delivery waits for it.
+    waiting = d.status in (DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING)
+    return DeliveryView(
+        channel=d.channel.name,
+        platform=d.channel.platform,
+        status=d.status,
+        reason=d.reason,
+        explanation=d.reason.explanation if d.reason else None,
+        action=d.reason.action if d.reason else None,
+        detail=d.detail,
+        next_attempt_at=maybe_shown_in(d.next_attempt_at, tz) if waiting else None,
+        attempts=d.attempts,
+        # How far a thread got (§10): "2/5" while parts remain, whatever the status.
+        progress=str(progress(p.state for p in d.parts)),
+        platform_id=d.parts[0].platform_id if d.parts else None,
+        url=d.parts[0].url if d.parts else None,
+        parts=tuple(part_view(p, tz) for p in d.parts),
+    )
+
+
+def describe_post(post_id: int) -> dict[str, Any]:
+    """Deprecated: :func:`show_post` in its JSON form, for callers that still index by key.
+
+    New code reads the view; this goes once nothing calls it.
+    """
+    return cast(dict[str, Any], jsonable(show_post(post_id)))

@@ -6,63 +6,107 @@ platform's, confirmed → first seen the platform's read-after-write delay.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 
 from core.domain.errors import NotFound
-from core.domain.timing import show
+from core.domain.states import DeliveryStatus, PostStatus
+from core.services.posts import PartView, part_view
+from core.services.views import maybe_shown_in, shown_in
 from core.store import db
 from core.store.models import Attempt, Post
+
+
+@dataclass(frozen=True)
+class TimelineAttempt:
+    """One call in the attempts log, with when it started and ended."""
+
+    part: int
+    fence: int
+    worker: str
+    action: str
+    started: datetime
+    ended: datetime | None
+    outcome: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class DeliveryTimeline:
+    """One channel's four instants (None until they happen) and the seconds between them."""
+
+    channel: str
+    status: DeliveryStatus
+    slot: datetime
+    claimed: datetime | None
+    confirmed: datetime | None
+    first_seen: datetime | None
+    slot_to_claimed: float | None
+    claimed_to_confirmed: float | None
+    confirmed_to_first_seen: float | None
+    parts: tuple[PartView, ...]
+    attempts: tuple[TimelineAttempt, ...]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """`herald timeline POST`: instants in the post's zone."""
+
+    post: int
+    status: PostStatus
+    zone: str
+    deliveries: tuple[DeliveryTimeline, ...]
 
 
 def _gap(a: datetime | None, b: datetime | None) -> float | None:
     return None if a is None or b is None else round((b - a).total_seconds(), 3)
 
 
-def timeline(post_id: int) -> dict[str, Any]:
+def timeline(post_id: int) -> Timeline:
+    """The timeline of one post.
+
+    Raises:
+        NotFound: no such post.
+    """
     with db.reading() as s:
         post = s.get(Post, post_id)
         if post is None:
             raise NotFound(f"no post {post_id}")
         attempts = s.execute(select(Attempt).where(Attempt.post_id == post_id).order_by(Attempt.id)).scalars().all()
-        zone = post.zone
-
-        def stamp(instant: datetime | None) -> str | None:
-            return show(instant, zone) if instant else None
-
-        deliveries = []
-        for d in post.deliveries:
-            deliveries.append(
-                {
-                    "channel": d.channel.name,
-                    "status": str(d.status),
-                    "slot": stamp(post.scheduled_at),
-                    "claimed": stamp(d.claimed_at),
-                    "confirmed": stamp(d.confirmed_at),
-                    "first_seen": stamp(d.first_seen_at),
-                    "slot_to_claimed": _gap(post.scheduled_at, d.claimed_at),
-                    "claimed_to_confirmed": _gap(d.claimed_at, d.confirmed_at),
-                    "confirmed_to_first_seen": _gap(d.confirmed_at, d.first_seen_at),
-                    "parts": [
-                        {"index": p.idx, "state": str(p.state), "platform_id": p.platform_id, "url": p.url}
-                        for p in d.parts
-                    ],
-                    "attempts": [
-                        {
-                            "part": a.part_idx,
-                            "fence": a.fence,
-                            "worker": a.worker,
-                            "action": a.action,
-                            "started": stamp(a.started_at),
-                            "ended": stamp(a.ended_at),
-                            "outcome": a.outcome,
-                            "error": a.error,
-                        }
+        tz = post.zone
+        return Timeline(
+            post=post.id,
+            status=post.status,
+            zone=tz,
+            deliveries=tuple(
+                DeliveryTimeline(
+                    channel=d.channel.name,
+                    status=d.status,
+                    slot=shown_in(post.scheduled_at, tz),
+                    claimed=maybe_shown_in(d.claimed_at, tz),
+                    confirmed=maybe_shown_in(d.confirmed_at, tz),
+                    first_seen=maybe_shown_in(d.first_seen_at, tz),
+                    slot_to_claimed=_gap(post.scheduled_at, d.claimed_at),
+                    claimed_to_confirmed=_gap(d.claimed_at, d.confirmed_at),
+                    confirmed_to_first_seen=_gap(d.confirmed_at, d.first_seen_at),
+                    parts=tuple(part_view(p, tz) for p in d.parts),
+                    attempts=tuple(
+                        TimelineAttempt(
+                            part=a.part_idx,
+                            fence=a.fence,
+                            worker=a.worker,
+                            action=a.action,
+                            started=shown_in(a.started_at, tz),
+                            ended=maybe_shown_in(a.ended_at, tz),
+                            outcome=a.outcome,
+                            error=a.error,
+                        )
                         for a in attempts
                         if a.delivery_id == d.id
-                    ],
-                }
-            )
-        return {"post": post.id, "status": str(post.status), "zone": zone, "deliveries": deliveries}
+                    ),
+                )
+                for d in post.deliveries
+            ),
+        )

@@ -6,11 +6,17 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from redis import Redis
 
 from core.config import Settings
-from tests.integration.conftest import ROOT, Sandbox
+from core.services.channels import add_channel
+from core.services.posts import create_post
+from reconciler.tick import tick
+from tests.integration.conftest import ROOT, Sandbox, drain
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +25,8 @@ def herald_cmd(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "core.cli", *args],
         cwd=ROOT,
-        env=dict(os.environ),
+        # Wide enough that rich never wraps or elides a table cell a test reads.
+        env={**os.environ, "COLUMNS": "400"},
         capture_output=True,
         text=True,
         timeout=60,
@@ -88,3 +95,138 @@ def test_a_thread_longer_than_the_platform_allows_is_refused_at_creation(herald:
     result = herald_cmd("post", "create", "--channel", "short", "--text", "x" * 501)
     assert result.returncode == 2
     assert "allows 500" in result.stderr
+
+
+def herald_json(*args: str) -> Any:
+    result = herald_cmd(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_channel_list_never_prints_a_secret(herald: Settings, sandbox_url: str) -> None:
+    secret = "sk-live-a1b2c3d4e5f6"
+    added = herald_cmd(
+        "channel", "add", "--platform", "sandbox-native", "--name", "s1",
+        "--set", f"base_url={sandbox_url}", "--set", f"token={secret}", "--set", "app_password=hunter2hunter2",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+
+    table = herald_cmd("channel", "list")
+    assert table.returncode == 0, table.stderr
+    (row,) = herald_json("channel", "list")
+
+    for printed in (table.stdout, json.dumps(row, ensure_ascii=False)):
+        assert secret[:-4] not in printed and "hunter2hunter2" not in printed
+        assert "••••e5f6" in printed and sandbox_url in printed
+    assert row == {
+        "name": "s1",
+        "platform": "sandbox-native",
+        "account": "default",
+        "connected": True,
+        "settings": {"app_password": "••••er2", "base_url": sandbox_url, "token": "••••e5f6"},
+    }
+
+
+def test_channel_reconnect_publishes_what_the_disconnection_held(
+    herald: Settings, sandbox_url: str, platform: Sandbox
+) -> None:
+    platform.token("t-revoked", "revoked")
+    add_channel("lapsed", "sandbox-readback", {"base_url": sandbox_url, "token": "t-revoked"})
+    create_post(channels=["lapsed"], parts=["refused: the 401 disconnects the channel"])
+    drain()
+    held = create_post(channels=["lapsed"], parts=["held until the reconnect"])
+    drain()
+    assert [c["connected"] for c in herald_json("channel", "list")] == [False]
+
+    reconnected = herald_cmd("channel", "reconnect", "lapsed", "--set", "token=t-renewed-token-77")
+    assert reconnected.returncode == 0, reconnected.stderr
+    assert "channel lapsed connected; 1 post(s) armed again" in reconnected.stdout
+    worked = herald_cmd("worker", "--burst", "--no-scheduler")
+    assert worked.returncode == 0, worked.stderr
+
+    assert herald_json("post", "show", str(held))["status"] == "published"
+    assert [p["text"] for p in platform.posts("readback")] == ["held until the reconnect"]
+    (channel,) = herald_json("channel", "list")
+    assert channel["connected"] is True and channel["settings"]["token"] == "••••n-77"
+
+
+def test_channel_reconnect_json_says_what_happened(herald: Settings, sandbox_url: str) -> None:
+    add_channel("fine", "sandbox-native", {"base_url": sandbox_url})
+    done = herald_json("channel", "reconnect", "fine", "--set", "token=abcdefghijkl")
+    assert done["armed"] == [] and done["updated_settings"] == ["token"]
+    assert done["channel"]["connected"] is True and done["channel"]["settings"]["token"] == "••••jkl"
+
+
+def test_post_show_prints_the_slot_in_the_posts_zone_table_and_json(herald: Settings, sandbox_url: str) -> None:
+    herald_cmd("channel", "add", "--platform", "sandbox-native", "--name", "z1", "--set", f"base_url={sandbox_url}")
+    created = herald_cmd(
+        "post", "create", "--channel", "z1", "--part", "first", "--part", "second",
+        "--at", "2031-07-01T09:30", "--zone", "Europe/Paris",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    post_id = created.stdout.strip()
+
+    info = herald_json("post", "show", post_id)
+    assert (info["status"], info["zone"], info["scheduled_at"]) == (
+        "scheduled",
+        "Europe/Paris",
+        "2031-07-01T09:30:00+02:00",
+    )
+    assert [(d["channel"], d["status"], d["progress"]) for d in info["deliveries"]] == [("z1", "pending", "0/2")]
+    assert [p["state"] for p in info["deliveries"][0]["parts"]] == ["unsent", "unsent"]
+    shown = herald_cmd("post", "show", post_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "2031-07-01T09:30:00+02:00" in shown.stdout and "z1: thread 0/2 published" in shown.stdout
+
+
+def test_in_is_counted_from_now(herald: Settings, sandbox_url: str) -> None:
+    herald_cmd("channel", "add", "--platform", "sandbox-native", "--name", "d1", "--set", f"base_url={sandbox_url}")
+    before = datetime.now(UTC)
+    created = herald_cmd(
+        "post", "create", "--channel", "d1", "--text", "in an hour", "--in", "1h", "--zone", "Asia/Tokyo"
+    )
+    after = datetime.now(UTC)
+    assert created.returncode == 0, created.stderr
+
+    slot = datetime.fromisoformat(herald_json("post", "show", created.stdout.strip())["scheduled_at"])
+    assert slot.utcoffset() == timedelta(hours=9)
+    assert before + timedelta(hours=1) - timedelta(seconds=1) <= slot <= after + timedelta(hours=1)
+
+
+def test_reschedule_without_a_slot_is_refused(herald: Settings, sandbox_url: str) -> None:
+    add_channel("r9", "sandbox-native", {"base_url": sandbox_url})
+    post_id = create_post(channels=["r9"], parts=["stay"], at=datetime.now(UTC) + timedelta(hours=1))
+    result = herald_cmd("post", "reschedule", str(post_id))
+    assert result.returncode == 2
+    assert "give the new slot with --at or --in" in result.stderr
+
+
+def test_timeline_alarms_and_health_print_tables_and_json(herald: Settings, sandbox_url: str) -> None:
+    add_channel("w1", "sandbox-readback", {"base_url": sandbox_url})
+    late = create_post(channels=["w1"], parts=["late"], at=datetime.now(UTC) - timedelta(minutes=3), zone="Asia/Tokyo")
+    Redis.from_url(herald.redis_url).flushdb()  # nothing ran it
+    tick()
+
+    (alarm,) = herald_json("alarms")
+    assert (alarm["kind"], alarm["state"], alarm["post_id"], alarm["channel"]) == ("missed_slot", "open", late, "w1")
+    assert datetime.fromisoformat(alarm["slot"]).utcoffset() == timedelta(hours=9)
+    assert set(alarm) == {"id", "kind", "state", "post_id", "channel", "slot", "detail", "opened_at", "resolved_at"}
+    table = herald_cmd("alarms")
+    assert table.returncode == 0 and "missed_slot" in table.stdout and "past its slot" in table.stdout
+
+    unhealthy = herald_cmd("health")
+    assert unhealthy.returncode == 1 and "1 open alarm(s)" in unhealthy.stdout
+    report = herald_cmd("health", "--json")
+    assert report.returncode == 1
+    assert json.loads(report.stdout)["healthy"] is False
+
+    drain()
+    tick()
+    line = herald_json("timeline", str(late))
+    assert line["zone"] == "Asia/Tokyo" and line["status"] == "published"
+    assert [a["outcome"] for a in line["deliveries"][0]["attempts"]] == ["published"]
+    shown = herald_cmd("timeline", str(late))
+    assert shown.returncode == 0, shown.stderr
+    assert "first seen" in shown.stdout and "published" in shown.stdout
+    assert herald_json("alarms") == []
+    assert herald_json("alarms", "--all")[0]["state"] == "resolved"

@@ -3,9 +3,8 @@ due slot, open alarms – and whether that adds up to healthy."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from redis.exceptions import RedisError
 from sqlalchemy import func, select
@@ -21,29 +20,25 @@ from reconciler.tick import NAME
 
 @dataclass(frozen=True)
 class Health:
+    """`herald health`: what is moving, what waits, and every problem by name (instants UTC)."""
+
     now: datetime
     last_tick_at: datetime | None
+    #: Seconds since the reconciler's last tick; None if it never ran.
     last_tick_age: float | None
+    #: Jobs waiting in the queue, and waiting for their time; None when Redis is unreachable.
     queued: int | None
     scheduled: int | None
+    #: Seconds the oldest due slot no worker claimed has waited.
     oldest_unclaimed_due_age: float | None
     open_alarms: int
-    problems: list[str]
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
-
-    def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["healthy"] = self.healthy
-        for name in ("now", "last_tick_at"):
-            if data[name] is not None:
-                data[name] = data[name].isoformat()
-        return data
+    #: One line per problem, each naming the fix; none means healthy.
+    problems: tuple[str, ...]
+    healthy: bool
 
 
 def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
+    """Read the health panel now (by the one clock)."""
     cfg = cfg or settings()
     now = (clock or DatabaseClock(db.engine())).now()
     problems: list[str] = []
@@ -76,5 +71,6 @@ def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
         scheduled=scheduled,
         oldest_unclaimed_due_age=due_age,
         open_alarms=alarms,
-        problems=problems,
+        problems=tuple(problems),
+        healthy=not problems,
     )
