@@ -18,17 +18,18 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, update
+from sqlalchemy import Connection, func
 
 from core.domain.errors import FencedOut
 from core.domain.states import DeliveryStatus, PostStatus, Reason
 from core.ledger import dialect as dialects
 from core.ledger import statements as sql
+from core.ledger.channels import set_connected
 from core.ledger.claim import Claim, DeliveryPlan
 from core.ledger.moves import end_attempt, fenced_out, finish, part_state, set_status, states_of, store_summary
 from core.plugins.adapter import Published
 from core.store import db
-from core.store.models import Channel, Delivery, Publication
+from core.store.models import Delivery, Publication
 
 log = logging.getLogger(__name__)
 
@@ -220,9 +221,7 @@ def delivery_stopped(
         end_attempt(conn, delivery_id, claim.fence, now, str(reason), detail)
         set_status(conn, delivery_id, DeliveryStatus.SENDING, status, reason, detail=detail)
         if disconnect:
-            conn.execute(
-                update(Channel).where(Channel.id == claim.plan(delivery_id).channel_id).values(connected=False)
-            )
+            set_connected(conn, claim.plan(delivery_id).channel_id, connected=False)
         finish(conn, claim.post_id, now)
 
 
