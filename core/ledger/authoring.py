@@ -90,8 +90,17 @@ def set_approval(s: Session, post_id: int, approval: Approval, now: datetime) ->
     return post
 
 
-def lift_holds(s: Session, reasons: frozenset[Reason], now: datetime, post_id: int | None = None) -> list[int]:
+def lift_holds(
+    s: Session,
+    reasons: frozenset[Reason],
+    now: datetime,
+    post_id: int | None = None,
+    channel_id: int | None = None,
+) -> list[int]:
     """Put deliveries held for ``reasons`` back to pending; admission asks again at the claim.
+
+    A part left ``sending`` by the attempt that was held stays so: the next claim settles
+    it by the adapter's strategy, as any attempt in doubt.
 
     Returns:
         The ids of the posts to arm again.
@@ -99,6 +108,8 @@ def lift_holds(s: Session, reasons: frozenset[Reason], now: datetime, post_id: i
     query = select(Delivery).where(Delivery.status == DeliveryStatus.HELD, Delivery.reason.in_(reasons))
     if post_id is not None:
         query = query.where(Delivery.post_id == post_id)
+    if channel_id is not None:
+        query = query.where(Delivery.channel_id == channel_id)
     touched: set[int] = set()
     for d in s.execute(query).scalars():
         move(d, DeliveryStatus.PENDING)

@@ -11,9 +11,12 @@ from typing import Any, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from core import ledger
 from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.states import Reason
 from core.ledger.channels import set_connected
 from core.plugins import manager as plugins
+from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
 from core.services.posts import lift_admission_holds
 from core.services.views import jsonable
@@ -144,9 +147,15 @@ def list_channels() -> list[dict[str, Any]]:
     return [cast(dict[str, Any], jsonable(view)) for view in show_channels()]
 
 
+#: Holds of a channel's deliveries that a reconnect (new credentials or settings) lifts.
+CHANNEL_HOLDS = frozenset({Reason.AUTH_EXPIRED, Reason.CHANNEL_MISCONFIGURED})
+
+
 def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reconnected:
     """Mark a channel connected again (after new credentials), merging new settings, and
-    re-admit what admission held: the deliveries held for the disconnection go out.
+    re-admit what it held: this channel's deliveries held because its credentials were
+    refused or its settings could not work, and every delivery admission held (the
+    disconnection among them), go out.
 
     Raises:
         NotFound: no channel of that name.
@@ -162,5 +171,8 @@ def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reco
         set_connected(s, channel.id, connected=True)
         s.refresh(channel)
         view = _channel_view(channel, account)
-    armed = lift_admission_holds()
+        own = ledger.lift_holds(s, CHANNEL_HOLDS, DatabaseClock(db.engine()).now(), channel_id=channel.id)
+    for post_id in own:
+        arm(post_id)
+    armed = sorted({*own, *lift_admission_holds()})
     return Reconnected(channel=view, updated_settings=tuple(sorted(settings or {})), armed=tuple(armed))

@@ -127,12 +127,12 @@ def test_channel_list_never_prints_a_secret(herald: Settings, sandbox_url: str) 
     }
 
 
-def test_channel_reconnect_publishes_what_the_disconnection_held(
+def test_channel_reconnect_alone_publishes_what_the_401_and_the_disconnection_held(
     herald: Settings, sandbox_url: str, platform: Sandbox
 ) -> None:
     platform.token("t-revoked", "revoked")
     add_channel("lapsed", "sandbox-readback", {"base_url": sandbox_url, "token": "t-revoked"})
-    create_post(channels=["lapsed"], parts=["refused: the 401 disconnects the channel"])
+    refused = create_post(channels=["lapsed"], parts=["refused: the 401 disconnects the channel"])
     drain()
     held = create_post(channels=["lapsed"], parts=["held until the reconnect"])
     drain()
@@ -140,12 +140,16 @@ def test_channel_reconnect_publishes_what_the_disconnection_held(
 
     reconnected = herald_cmd("channel", "reconnect", "lapsed", "--set", "token=t-renewed-token-77")
     assert reconnected.returncode == 0, reconnected.stderr
-    assert "channel lapsed connected; 1 post(s) armed again" in reconnected.stdout
+    assert "channel lapsed connected; 2 post(s) armed again" in reconnected.stdout
     worked = herald_cmd("worker", "--burst", "--no-scheduler")
     assert worked.returncode == 0, worked.stderr
 
     assert herald_json("post", "show", str(held))["status"] == "published"
-    assert [p["text"] for p in platform.posts("readback")] == ["held until the reconnect"]
+    assert herald_json("post", "show", str(refused))["status"] == "published"
+    assert sorted(p["text"] for p in platform.posts("readback")) == [
+        "held until the reconnect",
+        "refused: the 401 disconnects the channel",
+    ]
     (channel,) = herald_json("channel", "list")
     assert channel["connected"] is True and channel["settings"]["token"] == "••••n-77"
 

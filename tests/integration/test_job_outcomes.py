@@ -17,7 +17,7 @@ from core.config import Settings
 from core.domain.states import DeliveryStatus, PartState, Reason
 from core.runtime import job
 from core.runtime.clock import ManualClock
-from core.services.channels import add_channel
+from core.services.channels import add_channel, reconnect_channel
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Delivery, Post
@@ -148,3 +148,19 @@ def test_a_part_of_a_delivery_row_missing_its_channel_adapter_is_held_misconfigu
     assert (ended.status, ended.reason) == (DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED)
     assert "plugins.toml" in (ended.detail or "")
     assert ended.parts[0].state is PartState.UNSENT
+
+
+def test_a_misconfigured_channel_reconnected_with_its_setting_publishes_without_anything_else(
+    herald: Settings, sandbox_url: str, platform: Sandbox, clock: ManualClock
+) -> None:
+    add_channel("nourl", "sandbox-native", {"token": "t-ok"})
+    post_id = create_post(channels=["nourl"], parts=["fixed by a reconnect"])
+    job.publish_post(post_id)
+    assert delivery(post_id).reason is Reason.CHANNEL_MISCONFIGURED
+
+    reconnected = reconnect_channel("nourl", {"base_url": sandbox_url})
+
+    assert post_id in reconnected.armed
+    job.publish_post(post_id)
+    assert delivery(post_id).status is DeliveryStatus.PUBLISHED
+    assert [p["text"] for p in platform.posts("native")] == ["fixed by a reconnect"]

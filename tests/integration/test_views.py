@@ -170,7 +170,7 @@ def test_set_connected_is_what_channel_list_shows(channels: dict[str, str]) -> N
     assert {v.name: v.connected for v in show_channels()}[channels["none"]] is True
 
 
-def test_reconnecting_a_channel_re_admits_what_its_disconnection_held(
+def test_reconnecting_a_channel_re_admits_what_its_refused_credentials_and_disconnection_held(
     channels: dict[str, str], platform: Sandbox, sandbox_url: str
 ) -> None:
     platform.token("t-revoked", "revoked")
@@ -186,8 +186,8 @@ def test_reconnecting_a_channel_re_admits_what_its_disconnection_held(
     assert done.channel.connected is True
     assert done.channel.settings["token"] == "••••n-42"
     assert done.updated_settings == ("token",)
-    assert done.armed == (waiting,)  # the refused one waits for a person's retry (auth_expired)
+    assert done.armed == (refused, waiting)  # the 401's own delivery too: nothing else is needed
     drain()
     assert show_post(waiting).status is PostStatus.PUBLISHED
-    assert show_post(refused).deliveries[0].reason is Reason.AUTH_EXPIRED
-    assert [p["text"] for p in platform.posts("readback")] == ["waits for the reconnect"]
+    assert show_post(refused).status is PostStatus.PUBLISHED
+    assert sorted(p["text"] for p in platform.posts("readback")) == ["refused", "waits for the reconnect"]
