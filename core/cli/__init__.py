@@ -156,7 +156,9 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
     for d in post.deliveries:
-        reason = f"{d.reason}: {d.explanation} {d.action}" if d.reason else shown(d.detail)
+        reason = f"{d.reason}: {d.explanation} {d.action}" if d.reason else ""
+        if d.detail:  # the platform's or the adapter's own words, e.g. the setting to add
+            reason = f"{reason} ({d.detail})" if reason else d.detail
         table.add_row(d.channel, d.status, d.progress, reason, shown(d.platform_id), shown(d.url), str(d.attempts))
     out.print(table)
     for d in post.deliveries:

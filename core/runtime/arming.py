@@ -84,11 +84,11 @@ def read_timing(conn: Connection, post_id: int) -> Timing | None:
     row = conn.execute(sql.POST_TIMING, {"b_post": post_id}).one_or_none()
     if row is None:
         return None
-    timing = Timing(*row)
+    timing = Timing(**row._mapping)
     if not timing.active:
         return timing  # a done post – every post its own job just published – costs one query
     deliveries = conn.execute(sql.DELIVERY_TIMES, {"b_post": post_id})
-    return replace(timing, deliveries=tuple((status, at) for status, at in deliveries))
+    return replace(timing, deliveries=tuple((d.status, d.next_attempt_at) for d in deliveries))
 
 
 def due_at(post: Timing, now: datetime, grace: float) -> datetime | None:

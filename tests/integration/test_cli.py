@@ -234,3 +234,20 @@ def test_timeline_alarms_and_health_print_tables_and_json(herald: Settings, sand
     assert "first seen" in shown.stdout and "published" in shown.stdout
     assert herald_json("alarms") == []
     assert herald_json("alarms", "--all")[0]["state"] == "resolved"
+
+
+def test_a_channel_missing_its_base_url_is_held_misconfigured_and_post_show_names_the_fix(herald: Settings) -> None:
+    added = herald_cmd("channel", "add", "--platform", "sandbox-none", "--name", "bare", "--set", "token=t")
+    assert added.returncode == 0, added.stderr
+    created = herald_cmd("post", "create", "--channel", "bare", "--text", "where to?")
+    assert created.returncode == 0, created.stderr
+    post_id = created.stdout.strip()
+
+    worked = herald_cmd("worker", "--burst", "--no-scheduler")
+    assert worked.returncode == 0, worked.stderr
+
+    (delivery,) = herald_json("post", "show", post_id)["deliveries"]
+    assert (delivery["status"], delivery["reason"], delivery["attempts"]) == ("held", "channel_misconfigured", 1)
+    assert delivery["parts"][0]["state"] == "unsent"  # nothing was sent: not held as in doubt
+    shown = herald_cmd("post", "show", post_id).stdout
+    assert "channel_misconfigured" in shown and "--set base_url=" in shown
