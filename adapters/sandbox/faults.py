@@ -41,6 +41,9 @@ class Fault(StrEnum):
     ERROR_AFTER_ACCEPT = "error_after_accept"
     #: Store the post, then wait ``hold_seconds`` before answering normally.
     HOLD_AFTER_ACCEPT = "hold_after_accept"
+    #: Store the post, then answer one byte of the body every ``trickle_interval`` seconds:
+    #: each read gets a byte before a per-read timeout ends it.
+    TRICKLE_AFTER_ACCEPT = "trickle_after_accept"
 
 
 #: Faults in the order they are drawn; before-accept ones first, as a platform would refuse early.
@@ -50,6 +53,7 @@ FAULT_ORDER = (
     Fault.DROP_AFTER_ACCEPT,
     Fault.ERROR_AFTER_ACCEPT,
     Fault.HOLD_AFTER_ACCEPT,
+    Fault.TRICKLE_AFTER_ACCEPT,
 )
 
 
@@ -60,6 +64,8 @@ class FaultConfig:
     drop_after_accept: float = 0.0
     hold_after_accept: float = 0.0
     hold_seconds: float = 5.0
+    trickle_after_accept: float = 0.0
+    trickle_interval: float = 0.2
     error_after_accept: float = 0.0
     error_before_accept: float = 0.0
     rate_limit: float = 0.0
@@ -98,7 +104,7 @@ class FaultConfig:
         for name in (f.value for f in FAULT_ORDER):
             if name in body:
                 values[name] = _probability(name, body[name])
-        for name in ("hold_seconds", "latency", "search_lag"):
+        for name in ("hold_seconds", "trickle_interval", "latency", "search_lag"):
             if name in body:
                 values[name] = _seconds(name, body[name])
         if body.get("forget_keys_after") is not None:

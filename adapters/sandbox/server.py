@@ -2,7 +2,8 @@
 
 One path prefix per dedupe strategy (``/api/native``, ``/api/readback``, ``/api/none``),
 an HTML feed at ``/`` for people, and an admin API under ``/sandbox`` that tests use as
-the oracle (every accepted post, in order) and to inject faults (``faults.py``).
+the oracle (every accepted post, in order; every answer held back, and when the client
+hung up on it) and to inject faults (``faults.py``).
 
 It is built on the stdlib ``http.server`` rather than a framework because fault injection
 needs the raw socket: "accept the post, then close the connection without answering" is
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
 from typing import Any
@@ -28,6 +30,19 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from adapters.sandbox.faults import STRATEGIES, Fault, FaultConfig, FaultError, FaultPlan
 from adapters.sandbox.store import TOKEN_STATES, PlatformStore, Refusal, StoredPost
+
+
+@dataclass
+class HeldAnswer:
+    """One answer the platform held back (``hold_after_accept``, ``trickle_after_accept``)."""
+
+    post_id: str
+    fault: str
+    #: Seconds from the post's acceptance until the client closed its connection; None
+    #: while it has not (or if it waited for the whole answer).
+    client_closed_after: float | None = None
+    #: Whether the whole answer was sent.
+    answered: bool = False
 
 
 class PlatformHTTPServer(ThreadingHTTPServer):
@@ -38,6 +53,9 @@ class PlatformHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int]) -> None:
         self.store = PlatformStore()
         self.faults = FaultPlan()
+        #: Every held-back answer, in order; ``DELETE /sandbox/posts`` forgets them.
+        self.held: list[HeldAnswer] = []
+        self.held_lock = threading.Lock()
         self.log_requests = os.environ.get("HERALD_SANDBOX_LOG") == "1"
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -207,10 +225,75 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
         if fault is Fault.ERROR_AFTER_ACCEPT:
             self._send_json(500, {"error": "internal_error"})
             return
-        if fault is Fault.HOLD_AFTER_ACCEPT:
-            time.sleep(config.hold_seconds)
         answer = post.public_json(self._base_url())
-        self._send_json(201 if created else 200, {name: answer[name] for name in ("id", "url", "created_at")})
+        status, body = 201 if created else 200, {name: answer[name] for name in ("id", "url", "created_at")}
+        if fault is Fault.HOLD_AFTER_ACCEPT:
+            self._hold(post.id, fault, config.hold_seconds, status, body)
+        elif fault is Fault.TRICKLE_AFTER_ACCEPT:
+            self._trickle(post.id, fault, config.trickle_interval, status, body)
+        else:
+            self._send_json(status, body)
+
+    def _hold(self, post_id: str, fault: Fault, seconds: float, status: int, body: Any) -> None:
+        """Answer after ``seconds``, watching the connection meanwhile for the client hanging up."""
+        held = self._held(post_id, fault)
+        started = time.monotonic()
+        if self._client_hung_up(seconds):
+            held.client_closed_after = time.monotonic() - started
+            self.close_connection = True
+            return
+        self._send_json(status, body)
+        held.answered = True
+
+    def _trickle(self, post_id: str, fault: Fault, interval: float, status: int, body: Any) -> None:
+        """Send the headers, then the body one byte every ``interval`` seconds until done or hung up on."""
+        held = self._held(post_id, fault)
+        started = time.monotonic()
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        for offset in range(len(payload)):
+            if self._client_hung_up(interval):
+                break
+            try:
+                self.wfile.write(payload[offset : offset + 1])
+            except OSError:  # reset by the client
+                break
+        else:
+            held.answered = True
+            return
+        held.client_closed_after = time.monotonic() - started
+        self.close_connection = True
+
+    def _held(self, post_id: str, fault: Fault) -> HeldAnswer:
+        held = HeldAnswer(post_id=post_id, fault=str(fault))
+        with self.server.held_lock:
+            self.server.held.append(held)
+        return held
+
+    def _client_hung_up(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True as soon as the client closes (or resets) its end."""
+        if seconds <= 0:
+            return False
+        connection = self.connection
+        previous = connection.gettimeout()
+        until = time.monotonic() + seconds
+        try:
+            connection.settimeout(seconds)
+            # A peek sees the end of the stream without consuming a request sent meanwhile.
+            if connection.recv(1, socket.MSG_PEEK) == b"":
+                return True
+            time.sleep(max(until - time.monotonic(), 0.0))  # bytes, not a hang-up: hold on
+            return False
+        except TimeoutError:
+            return False
+        except OSError:
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                connection.settimeout(previous)
 
     # -- the admin API (the test oracle) ----------------------------------------------
 
@@ -227,7 +310,13 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
         elif route == ("DELETE", "posts") and len(parts) == 1:
             store.reset()
             faults.configure(FaultConfig())
+            with self.server.held_lock:
+                self.server.held.clear()
             self._send_json(200, {"ok": True})
+        elif route == ("GET", "held") and len(parts) == 1:
+            with self.server.held_lock:
+                held = [asdict(answer) for answer in self.server.held]
+            self._send_json(200, {"held": held})
         elif route == ("GET", "faults") and len(parts) == 1:
             self._send_json(200, faults.config.to_json())
         elif route == ("PUT", "faults") and len(parts) == 1:

@@ -285,6 +285,28 @@ def test_hold_after_accept_stores_at_once_and_answers_late(client: httpx.Client)
     assert time.monotonic() - started >= 0.3
 
 
+def test_trickle_after_accept_sends_the_whole_answer_a_byte_at_a_time(client: httpx.Client) -> None:
+    set_faults(client, trickle_after_accept=1.0, trickle_interval=0.01)
+
+    started = time.monotonic()
+    response = post(client, "none")
+
+    assert response.status_code == 201
+    assert time.monotonic() - started >= 0.01 * len(response.content)
+    assert len(stored(client)) == 1
+
+
+def test_held_answers_are_listed_with_whether_they_were_sent_and_forgotten_on_delete(client: httpx.Client) -> None:
+    set_faults(client, hold_after_accept=1.0, hold_seconds=0.05, times=1)
+    post_id = post(client, "none").json()["id"]
+
+    assert client.get("/sandbox/held").json() == {
+        "held": [{"post_id": post_id, "fault": "hold_after_accept", "client_closed_after": None, "answered": True}]
+    }
+    client.delete("/sandbox/posts").raise_for_status()
+    assert client.get("/sandbox/held").json() == {"held": []}
+
+
 def test_latency_delays_every_api_request_including_searches(client: httpx.Client) -> None:
     set_faults(client, latency=0.2)
 

@@ -1,4 +1,5 @@
-"""httpx transport errors become NotSent (nothing left the machine) or Ambiguous (it may have landed)."""
+"""httpx transport errors become NotSent (nothing left the machine) or Ambiguous (it may have landed),
+mapped once for every adapter; under a call's deadline, what the call wrote decides."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 import respx
 
 from core.domain.errors import Ambiguous, NotSent, PublishError
-from core.plugins.transport import call_platform
+from core.plugins.deadline import Deadline
+from core.plugins.transport import call_platform, transport_outcome
 
 URL = "https://platform.test/posts"
 REQUEST = httpx.Request("POST", URL)
@@ -95,3 +97,32 @@ def test_an_http_answer_is_returned_not_mapped() -> None:
         respx.post(URL).mock(return_value=httpx.Response(503))
         response = call_platform(lambda: client.post(URL, json={"text": "hi"}))
     assert response.status_code == 503
+
+
+# -- under a call's deadline (core.plugins.deadline) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [httpx.ConnectError("refused", request=REQUEST), httpx.PoolTimeout("no connection free", request=REQUEST)],
+    ids=lambda e: type(e).__name__,
+)
+def test_a_failure_to_connect_after_the_call_wrote_a_request_is_ambiguous(exc: httpx.TransportError) -> None:
+    # The call's first request may have created the post before its second failed.
+    assert isinstance(transport_outcome(exc, Deadline(at=0.0, sent=True)), Ambiguous)
+    assert isinstance(transport_outcome(exc, Deadline(at=0.0, sent=False)), NotSent)
+
+
+@pytest.mark.parametrize(("sent", "outcome"), [(False, NotSent), (True, Ambiguous)])
+def test_a_cut_by_the_deadline_is_not_sent_until_a_request_byte_was_written(sent: bool, outcome: type) -> None:
+    cut = Deadline(at=0.0, sent=sent, cut=True)
+
+    assert type(transport_outcome(httpx.WriteTimeout("deadline", request=REQUEST), cut)) is outcome
+    assert type(transport_outcome(httpx.ReadTimeout("deadline", request=REQUEST), cut)) is outcome
+
+
+def test_a_read_timeout_not_of_the_deadlines_making_stays_ambiguous() -> None:
+    # A client that is not herald's writes nothing the deadline sees: its timeouts say the truth.
+    outcome = transport_outcome(httpx.ReadTimeout("no answer", request=REQUEST), Deadline(at=0.0))
+
+    assert isinstance(outcome, Ambiguous)
