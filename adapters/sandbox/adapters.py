@@ -107,8 +107,8 @@ class SandboxAdapter(Adapter):
         base_url = ctx.settings.get("base_url", "").rstrip("/")
         if not base_url:
             raise ConfigError(
-                f"the {self.name} channel has no base_url setting; add it with "
-                "`herald channel add ... --set base_url=http://127.0.0.1:8765` "
+                f"the {self.name} channel has no base_url setting; set it with "
+                "`herald channel reconnect CHANNEL --set base_url=http://127.0.0.1:8025` "
                 "(where `herald sandbox serve` listens)"
             )
         return f"{base_url}/api/{self.path_strategy}/posts"

@@ -156,11 +156,17 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
     for d in post.deliveries:
-        reason = f"{d.reason}: {d.explanation} {d.action}" if d.reason else ""
-        if d.detail:  # the platform's or the adapter's own words, e.g. the setting to add
-            reason = f"{reason} ({d.detail})" if reason else d.detail
-        table.add_row(d.channel, d.status, d.progress, reason, shown(d.platform_id), shown(d.url), str(d.attempts))
+        table.add_row(
+            d.channel, d.status, d.progress, shown(d.reason), shown(d.platform_id), shown(d.url), str(d.attempts)
+        )
     out.print(table)
+    # Why a channel stopped, in sentences a table would wrap: the reason's explanation and
+    # the action that fixes it, then the platform's or the adapter's own words.
+    for d in post.deliveries:
+        if d.reason:
+            out.print(f"{d.channel}: [bold]{d.reason}[/]: {d.explanation} {d.action}", highlight=False)
+        if d.detail:
+            out.print(f"{d.channel}: {d.detail}", highlight=False, markup=False)
     for d in post.deliveries:
         if len(d.parts) < 2:
             continue
