@@ -22,15 +22,15 @@ _COMMIT = ("Transaction.commit ", "Pipeline.commit ")
 
 #: (label, a frame function that must be on the stack), first match wins; order matters.
 CATEGORIES: list[tuple[str, str | tuple[str, ...]]] = [
-    ("claim: key + sending + attempt rows", "_prepare "),
+    ("claim: key + sending + attempt rows", ("SQLite.prepare ", "PostgreSQL.prepare ")),
     ("claim: commit", _COMMIT),
     ("claim: the rest (compare-and-set + joined read, admission, plans)", "_claim_once "),
-    ("result: summary status + lease release", "_store_summary "),
+    ("result: summary status + lease release", "store_summary "),
     ("result: commit", _COMMIT),
     ("result: the rest (fenced writes, publication row, summary read)", "part_published "),
-    ("platform call (httpx, sandbox)", "call_platform "),
+    ("platform call (httpx, sandbox)", "call_adapter "),
     ("delivery: the rest (context, adapter lookup)", "_send_delivery "),
-    ("heartbeat registration, waiting on futures", "_run_claim "),
+    ("heartbeat registration, waiting on futures", ("Heartbeat.", "Future.result ")),
     ("the job's own glue (clock, early check; SQLite: the slot read)", "publish_post "),
     ("re-arm after the job (core.runtime.arming.arm)", "arm "),
     ("rq: the worker's own per-job work", "BaseWorker.work "),
@@ -53,7 +53,7 @@ def summarize(path: str, markers: list[str]) -> tuple[Counter[str], int]:
             main = "runpy" in frames[0]
             if main and not all(any(m in f for f in frames) for m in markers):
                 continue
-            if not main and not any(f.startswith(("_send_delivery", "call_platform", "Heartbeat")) for f in frames):
+            if not main and not any(f.startswith(("_send_delivery", "call_adapter", "Heartbeat")) for f in frames):
                 continue  # idle pool threads, redis pubsub, ...
             if any(f.startswith("Event.wait ") for f in frames):
                 continue  # the heartbeat thread between beats (py-spy counts a timed wait as busy)
