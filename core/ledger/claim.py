@@ -152,12 +152,11 @@ def claim_due_post(post_id: int, worker: str, now: datetime, lease: float, grace
 def _claim(
     post_id: int, worker: str, now: datetime, lease: float, grace: float, *, due_only: bool
 ) -> Claim | Early | None:
-    if due_only:
+    if due_only and dialects.of(db.engine()).peeks_slot_first:
         with db.peeking() as conn:
-            if dialects.of(conn).peeks_slot_first:
-                slot = conn.execute(sql.POST_SLOT, {"b_post": post_id}).scalar()
-                if slot is not None and slot > now:
-                    return Early(slot)
+            slot = conn.execute(sql.POST_SLOT, {"b_post": post_id}).scalar()
+        if slot is not None and slot > now:
+            return Early(slot)
     try:
         return _claim_once(post_id, worker, now, lease, grace, due_only, recovering=False)
     except DBAPIError as exc:

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 from sqlalchemy.sql import Executable
 
 Values = dict[str, Any]
@@ -111,9 +111,9 @@ class Dialect(Protocol):
         ...
 
 
-def of(conn: Connection) -> Dialect:
-    """The dialect of ``conn``'s database."""
-    if conn.dialect.name == "postgresql":
+def of(bind: Connection | Engine) -> Dialect:
+    """The dialect of ``bind``'s database."""
+    if bind.dialect.name == "postgresql":
         from core.ledger.postgresql import POSTGRESQL
 
         return POSTGRESQL

@@ -37,6 +37,7 @@ class DatabaseClock:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._local = engine.dialect.name == "sqlite"
+        self._key = str(engine.url)
 
     def now(self) -> datetime:
         local = datetime.now(UTC)
@@ -45,7 +46,7 @@ class DatabaseClock:
         return local + self._offset()
 
     def _offset(self) -> timedelta:
-        key = str(self._engine.url)
+        key = self._key
         with self._lock:
             cached = self._offsets.get(key)
         if cached is not None and time.monotonic() - cached[0] < OFFSET_TTL:

@@ -13,12 +13,15 @@ The job returns a typed :class:`JobOutcome`; the worker reads it (``core.runtime
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+
+from sqlalchemy import Engine
 
 from core import config
 from core.config import Settings
@@ -72,7 +75,12 @@ def use_clock(clock: Clock | None) -> None:
 
 
 def clock() -> Clock:
-    return _clock or DatabaseClock(db.engine())
+    return _clock or _database_clock(db.engine())
+
+
+@functools.cache
+def _database_clock(engine: Engine) -> DatabaseClock:
+    return DatabaseClock(engine)
 
 
 class JobResult(StrEnum):
