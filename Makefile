@@ -26,6 +26,15 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest -m "not chaos"
 
+# tests/unit: pure logic, an injected clock, no services: seconds.
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+# tests/integration: real SQL, Redis and HTTP (embedded SQLite and Redis unless
+# HERALD_DATABASE_URL / HERALD_REDIS_URL point elsewhere).
+integration: $(STAMP)
+	$(BIN)/pytest -m "not chaos" tests/integration
+
 # Chaos runs (tests/chaos): real processes, injected faults, copies counted on the sandbox.
 # SEED=n replays a run. `chaos` writes docs/reliability.md; `chaos-short` is CI's.
 CHAOS = $(BIN)/pytest -m chaos tests/chaos $(if $(SEED),--seed $(SEED))

@@ -6,11 +6,12 @@ A platform's search lags behind its writes: a copy accepted while herald's answe
 lost may only become visible seconds or minutes after herald sent (and confirmed) the
 next one. So the sweep does not stop at the first sighting: every delivery on a
 searchable channel with an attempt in the last ``readback_settle_seconds`` is read back
-again on each tick, whatever its state (published, waiting to retry, held, failed), and
+again on each sweep, whatever its state (published, waiting to retry, held, failed), and
 every part of it is looked up, not only the first. The window is counted back from the
-*previous* tick's start, so a delivery is read back at least once more after its window
-has passed however long the ticks take. A tick's cost is the attempts of that window (one
+*previous* sweep's start, so a delivery is read back at least once more after its window
+has passed however long the sweeps take. A sweep's cost is the attempts of that window (one
 indexed range) times their parts: bounded by the publish rate, never by the table's size.
+The sweep runs in its own loop (``reconciler.tick.run_forever``), apart from the repair pass.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from adapters.sandbox.server import SandboxServer
 from core import config
 from core.config import Settings
 from core.runtime import job as publish
+from core.runtime.clock import DatabaseClock, ManualClock
 from core.services.channels import add_channel
 from core.store import db, schema
 from core.store.models import Base
@@ -40,7 +42,8 @@ from core.store.models import Base
 ROOT = Path(__file__).resolve().parents[2]
 _queues = itertools.count(1)
 
-#: Short timings so lease expiry and grace can be waited out in a test.
+#: Short timings, for the tests where real processes wait out a lease and its grace; the
+#: others pass them with the ``clock`` fixture.
 TEST_TIMINGS: dict[str, Any] = {
     "lease_seconds": 3.0,
     "grace_seconds": 2.0,
@@ -149,6 +152,22 @@ def herald(
     publish.use_clock(None)
     yield settings
     config.use(None)
+
+
+@pytest.fixture
+def clock(herald: Settings) -> Iterator[ManualClock]:
+    """A clock the test moves by hand: every deadline the publish job reads (claim, lease,
+    backoff) comes from it; pass it to ``arm`` and to the reconciler too. Leases, grace
+    windows and backoff are passed by moving it, not waited out.
+
+    It starts a few seconds ahead of the database's now, so a post the test creates
+    "now" is already due on it: a job that finds its post a little early waits for the
+    clock to reach the slot, and this clock only moves by hand.
+    """
+    manual = ManualClock(DatabaseClock(db.engine()).now() + timedelta(seconds=5))
+    publish.use_clock(manual)
+    yield manual
+    publish.use_clock(None)
 
 
 @pytest.fixture

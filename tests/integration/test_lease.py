@@ -10,11 +10,13 @@ import pytest
 from core import ledger
 from core.config import Settings
 from core.plugins.adapter import Published
-from core.runtime.job import heartbeat_for as Heartbeat
+from core.runtime.arming import arm
+from core.runtime.clock import ManualClock
+from core.runtime.job import heartbeat_for
 from core.services.posts import create_post, describe_post
 from core.store import db
 from core.store.models import Post
-from tests.integration.conftest import Sandbox, drain
+from tests.integration.conftest import Sandbox, drain, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +35,7 @@ def test_heartbeat_keeps_renewing_the_lease_while_the_attempt_runs(channels: dic
     assert claim is not None
     first = lease_expiry(post_id)
 
-    with Heartbeat(claim, cfg) as heartbeat:
+    with heartbeat_for(claim, cfg) as heartbeat:
         time.sleep(2.0)  # more than twice the lease
         renewed = lease_expiry(post_id)
     assert renewed > first + timedelta(seconds=1)
@@ -51,11 +53,16 @@ def test_one_heartbeat_thread_renews_every_claim_in_flight_and_stops_with_each(
     second = ledger.claim_post(second_id, "w", datetime.now(UTC), cfg.lease_seconds, cfg.grace_seconds)
     assert first is not None and second is not None
 
-    with Heartbeat(first, cfg):
-        with Heartbeat(second, cfg):
-            time.sleep(1.5)
+    claimed = lease_expiry(first_id), lease_expiry(second_id)
+    with heartbeat_for(first, cfg):
+        with heartbeat_for(second, cfg):
+            # Both renewed by the one thread.
+            wait_until(lambda: lease_expiry(first_id) > claimed[0] and lease_expiry(second_id) > claimed[1])
         ended = lease_expiry(second_id)
-        time.sleep(1.0)
+        # Wait for a renewal of the first claim made after the second's lease ran out: more
+        # than a beat after the second's block ended, so the one thread has come round to
+        # the second's turn since, and skipped it.
+        wait_until(lambda: lease_expiry(first_id) > ended + timedelta(seconds=cfg.lease_seconds))
         renewed = lease_expiry(first_id)
     assert renewed > datetime.now(UTC)  # still renewed after the other claim ended
     assert lease_expiry(second_id) == ended  # never renewed after its block ended
@@ -70,13 +77,12 @@ def test_heartbeat_notices_when_a_newer_claim_fences_it_out(channels: dict[str, 
     assert old is not None
     assert ledger.claim_post(post_id, "new", t0 + timedelta(seconds=5), 30, cfg.grace_seconds) is not None
 
-    with Heartbeat(old, cfg) as heartbeat:
-        time.sleep(0.5)
-    assert heartbeat.fenced.is_set()
+    with heartbeat_for(old, cfg) as heartbeat:
+        assert heartbeat.fenced.wait(timeout=10)  # its first beat finds the lease taken
 
 
 def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_key(
-    channels: dict[str, str], platform: Sandbox, herald: Settings
+    channels: dict[str, str], platform: Sandbox, herald: Settings, clock: ManualClock
 ) -> None:
     assert herald.call_timeout < herald.lease_seconds < herald.lease_seconds + herald.grace_seconds
     platform.faults(latency=herald.call_timeout + 1.0, times=1, strategies=["native"])
@@ -91,10 +97,9 @@ def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_ke
     assert "hard timeout" in (delivery["detail"] or "") or "Timeout" in (delivery["detail"] or "")
 
     platform.faults()  # the platform is fast again
-    time.sleep(1.5)  # the slow request lands meanwhile; backoff passes
-    from core.runtime.arming import arm
-
-    arm(post_id)
+    wait_until(lambda: platform.posts("native"))  # the slow request has landed meanwhile
+    clock.advance(herald.backoff_max + 0.1)  # and the backoff has passed
+    assert arm(post_id, clock) is not None
     drain()
     assert describe_post(post_id)["status"] == "published"
     assert len(platform.posts("native")) == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,13 +16,16 @@ from core import ledger
 from core.config import Settings
 from core.domain.errors import FencedOut
 from core.plugins.adapter import Published
-from core.runtime.arming import arm, job_id
+from core.runtime.arming import arm, job_id, job_options
+from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
+from core.runtime.worker import PUBLISH_FUNC
 from core.services.channels import add_channel
 from core.services.controls import set_account_status, set_emergency_stop
 from core.services.posts import approve_post, cancel_post, create_post, describe_post, reschedule_post
 from core.store import db
 from core.store.models import AccountStatus, Publication
+from reconciler.tick import tick
 from tests.integration.conftest import Sandbox, Workers, drain, wait_until
 
 pytestmark = pytest.mark.integration
@@ -74,11 +76,14 @@ def test_arming_twice_and_enqueuing_twice_yield_one_platform_post(
     queue.enqueue_job(Job.fetch(job_id(post_id), connection=queue.connection))
     assert queue.count == 2
 
-    workers.start()
-    workers.start()
-    wait_until(lambda: status_is(post_id, "published"))
-    time.sleep(0.5)  # let the second copy of the job run too
+    # Two burst workers race for the two copies and exit once the queue is empty: both
+    # copies have been taken and run (or found gone) when both have exited.
+    racing = [workers.start("--burst", "--no-scheduler") for _ in range(2)]
+    for proc in racing:
+        assert proc.wait(timeout=60) == 0, workers.output()
 
+    assert status_is(post_id, "published")
+    assert queue.count == 0
     assert len(platform.posts("native")) == 1
     assert len(platform.posts("none")) == 1
 
@@ -97,20 +102,27 @@ def test_rescheduling_a_scheduled_post_replaces_its_job(channels: dict[str, str]
     assert post_queue().count == 0
 
 
-def test_a_cancelled_post_sends_nothing(channels: dict[str, str], platform: Sandbox, workers: Workers) -> None:
-    post_id = create_post(channels=list(channels.values()), parts=["never"], at=now() + timedelta(seconds=1))
+def test_a_cancelled_post_sends_nothing_even_when_a_job_for_it_runs_after_its_slot(
+    channels: dict[str, str], platform: Sandbox, clock: ManualClock
+) -> None:
+    post_id = create_post(channels=list(channels.values()), parts=["never"], at=clock.now() + timedelta(seconds=1))
     cancel_post(post_id)
-    workers.start()
-    time.sleep(3)
+    assert post_queue().scheduled_job_registry.get_job_ids() == []  # its timer is gone
+
+    clock.advance(60)  # the slot has passed
+    assert tick(clock).armed == 0  # the reconciler does not revive it
+    # A job that survived the cancel (enqueued behind arming's back) runs anyway.
+    post_queue().enqueue_job(post_queue().create_job(PUBLISH_FUNC, **job_options(post_id)))
+    drain()
 
     assert platform.posts() == []
     assert describe_post(post_id)["status"] == "cancelled"
-    assert post_queue().scheduled_job_registry.get_job_ids() == []
+    assert describe_post(post_id)["attempts"] == []
 
 
 @pytest.mark.parametrize("strategy", ["native", "readback", "none"])
 def test_worker_killed_after_the_platform_accepted_is_redriven_without_a_second_copy(
-    strategy: str, channels: dict[str, str], platform: Sandbox, workers: Workers, herald: Settings
+    strategy: str, channels: dict[str, str], platform: Sandbox, workers: Workers, herald: Settings, clock: ManualClock
 ) -> None:
     # The platform stores the post, then holds its answer: the worker is inside the call.
     platform.faults(hold_after_accept=1.0, hold_seconds=30, times=1, strategies=[strategy])
@@ -123,9 +135,12 @@ def test_worker_killed_after_the_platform_accepted_is_redriven_without_a_second_
     part = by_channel(post_id)[channels[strategy]]["parts"][0]
     assert part["state"] == "sending"  # the evidence that the platform may have it
 
-    # Re-drive once the dead worker's lease is stale: arm, then a fresh worker.
-    time.sleep(herald.lease_seconds + herald.grace_seconds + 0.2)
-    assert arm(post_id) is not None
+    # Not while the dead worker's lease (and its grace) still runs...
+    killed_at = DatabaseClock(db.engine()).now()
+    assert ledger.claim_post(post_id, "early", killed_at, herald.lease_seconds, herald.grace_seconds) is None
+    # ...and once both have passed: arm, then a fresh worker.
+    clock.set(killed_at + timedelta(seconds=herald.lease_seconds + herald.grace_seconds + 0.2))
+    assert arm(post_id, clock) is not None
     drain()
 
     copies = platform.posts(strategy)
@@ -169,11 +184,11 @@ def test_a_write_from_a_superseded_fence_changes_nothing_and_is_logged(
 
 
 def test_rate_limited_delivery_waits_for_retry_after_while_other_channels_publish(
-    channels: dict[str, str], platform: Sandbox
+    channels: dict[str, str], platform: Sandbox, clock: ManualClock
 ) -> None:
     platform.faults(rate_limit=1.0, retry_after=2, times=1, strategies=["native"])
     post_id = create_post(channels=[channels["native"], channels["readback"]], parts=["busy"])
-    started = now()
+    started = clock.now()
     drain()
 
     deliveries = by_channel(post_id)
@@ -185,15 +200,19 @@ def test_rate_limited_delivery_waits_for_retry_after_while_other_channels_publis
     assert deliveries[channels["readback"]]["status"] == "published"
     assert platform.posts("native") == []
 
-    time.sleep(2.2)
-    arm(post_id)
+    clock.advance(1.5)  # before Retry-After: not due
+    arm(post_id, clock)
+    drain()
+    assert by_channel(post_id)[channels["native"]]["status"] == "retry_wait"
+    clock.advance(0.7)
+    arm(post_id, clock)
     drain()
     assert by_channel(post_id)[channels["native"]]["status"] == "published"
     assert len(platform.posts("native")) == 1
 
 
 def test_5xx_after_acceptance_is_ambiguous_and_the_retry_does_not_post_twice(
-    channels: dict[str, str], platform: Sandbox, slow_retries: Settings
+    channels: dict[str, str], platform: Sandbox, slow_retries: Settings, clock: ManualClock
 ) -> None:
     platform.faults(error_after_accept=1.0, times=1, strategies=["native"])
     post_id = create_post(channels=[channels["native"]], parts=["accepted then 500"])
@@ -204,7 +223,9 @@ def test_5xx_after_acceptance_is_ambiguous_and_the_retry_does_not_post_twice(
     assert native["parts"][0]["state"] == "sending"  # it may have landed, and it did
     assert len(platform.posts("native")) == 1
 
-    wait_until(lambda: arm(post_id) and post_queue().count == 1, timeout=5)
+    clock.advance(slow_retries.backoff_max + 0.1)  # the backoff has passed
+    assert arm(post_id, clock) is not None
+    assert post_queue().count == 1
     drain()
     native = by_channel(post_id)[channels["native"]]
     assert native["status"] == "published"

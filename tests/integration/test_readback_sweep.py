@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -14,7 +13,7 @@ from core.services.posts import create_post, describe_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind
 from reconciler import readback
-from tests.integration.conftest import Sandbox, drain
+from tests.integration.conftest import Sandbox, drain, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +36,14 @@ def _second_copy(sandbox_url: str, text: str, key: str) -> None:
 
 
 def _sweep_until(done: Callable[[int, int], bool], timeout: float = 10.0) -> tuple[int, int]:
-    """Sweep every 0.1 s until ``done(seen, raised)``; the last result."""
-    deadline = time.monotonic() + timeout
-    while True:
+    """Sweep until ``done(seen, raised)`` (the platform's search lag has passed); that result."""
+
+    def swept() -> tuple[int, int] | None:
         result = readback.sweep(_now(), 5.0, SETTLE)
-        if done(*result) or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
+        return result if done(*result) else None
+
+    found: tuple[int, int] = wait_until(swept, timeout=timeout)
+    return found
 
 
 def _duplicate_alarms() -> list[str]:

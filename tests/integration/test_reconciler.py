@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,17 +21,21 @@ import pytest
 from redis import Redis
 from sqlalchemy import select
 
-from core import ledger
+from adapters.sandbox import SandboxReadback
+from core import config, ledger
 from core.config import Settings
+from core.plugins.adapter import PublishContext, Published
 from core.plugins.events import AlarmEvent
-from core.plugins.hookspecs import hookimpl
+from core.plugins.hookspecs import RegisterAdapter, hookimpl
 from core.plugins.manager import plugin_manager
+from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
+from core.services.channels import add_channel
 from core.services.controls import set_emergency_stop
 from core.services.posts import create_post, describe_post
 from core.store import db
-from core.store.models import Attempt, Post
-from reconciler.tick import tick
+from core.store.models import Alarm, AlarmKind, Attempt, Post, Tick
+from reconciler.tick import NAME, READBACK, repair, run_forever, sweep, tick
 from tests.integration.conftest import ROOT, Sandbox, Workers, drain, wait_until
 
 pytestmark = pytest.mark.integration
@@ -117,7 +123,6 @@ def test_a_worker_dead_mid_call_is_redriven_only_after_lease_and_grace_and_its_l
     if stop is signal.SIGSTOP:
         os.kill(stuck.pid, signal.SIGCONT)  # its held answer arrives; its writes are fenced out
         wait_until(lambda: "fenced out" in workers.output(), timeout=15)
-    time.sleep(0.5)
     info = describe_post(post_id)
     copies = platform.posts("native")
     assert len(copies) == 1
@@ -259,8 +264,116 @@ def test_timeline_shows_the_four_instants_their_gaps_and_the_attempts(
     code, info = herald_json("timeline", str(post_id))
     assert code == 0
     delivery = info["deliveries"][0]
-    assert delivery["claimed"] and delivery["confirmed"] and delivery["first_seen"]
-    assert delivery["slot_to_claimed"] >= 0
-    assert delivery["claimed_to_confirmed"] >= 0
-    assert delivery["confirmed_to_first_seen"] >= 0
+    instants = [datetime.fromisoformat(delivery[name]) for name in ("slot", "claimed", "confirmed", "first_seen")]
+    assert instants == sorted(instants)  # slot → claimed → confirmed → first seen
+    gaps = [delivery[name] for name in ("slot_to_claimed", "claimed_to_confirmed", "confirmed_to_first_seen")]
+    for gap, (earlier, later) in zip(gaps, itertools.pairwise(instants), strict=True):
+        assert gap == pytest.approx((later - earlier).total_seconds(), abs=1.0)  # shown to the second
     assert [(a["fence"], a["outcome"]) for a in delivery["attempts"]] == [(1, "published")]
+
+
+# -- the read-back sweep runs in its own loop (§7) -------------------------------------------------------
+
+
+class Unanswered(SandboxReadback):
+    """A read_back platform whose search does not answer until the test lets it."""
+
+    name = "sandbox-unanswered"
+    #: Set when a search is in flight; ``answer`` lets it return.
+    searching = threading.Event()
+    answer = threading.Event()
+
+    def find_all(self, ctx: PublishContext) -> list[Published]:
+        type(self).searching.set()
+        type(self).answer.wait(timeout=60)
+        return super().find_all(ctx)
+
+
+class UnansweredPlugin:
+    @hookimpl
+    def herald_register_adapters(self, register: RegisterAdapter) -> None:
+        register(Unanswered)
+
+
+@pytest.fixture
+def unanswered(herald: Settings, sandbox_url: str, tmp_path: Path) -> Iterator[type[Unanswered]]:
+    """A channel ``u1`` on the unanswered platform, its adapter enabled beside the sandbox's."""
+    Unanswered.searching, Unanswered.answer = threading.Event(), threading.Event()
+    toml = tmp_path / "plugins.toml"
+    toml.write_text((ROOT / "plugins.toml").read_text() + "\n[adapters.sandbox-unanswered]\nenabled = true\n")
+    plugin = UnansweredPlugin()
+    plugin_manager().register(plugin)
+    config.use(replace(herald, plugins_toml=str(toml)))
+    add_channel("u1", Unanswered.name, {"base_url": sandbox_url, "token": "t-ok"})
+    yield Unanswered
+    Unanswered.answer.set()  # a sweep still waiting (the test failed) is let go
+    plugin_manager().unregister(plugin)
+
+
+def ticks() -> dict[str, datetime]:
+    with db.reading() as s:
+        return {t.name: t.at for t in s.execute(select(Tick)).scalars()}
+
+
+def open_missed_slots() -> list[int]:
+    with db.reading() as s:
+        query = select(Alarm.post_id).where(Alarm.kind == AlarmKind.MISSED_SLOT, Alarm.open_key.is_not(None))
+        return list(s.execute(query).scalars())
+
+
+def test_a_read_back_sweep_stuck_on_a_platform_that_does_not_answer_does_not_delay_the_repair_pass(
+    channels: dict[str, str], platform: Sandbox, herald: Settings, unanswered: type[Unanswered], captured: Captured
+) -> None:
+    searched = create_post(channels=["u1"], parts=["to be read back"])
+    drain()  # published: the sweep will look it up, and the platform will not answer
+
+    stop = threading.Event()
+    loops = threading.Thread(target=run_forever, kwargs={"interval": 0.05, "stop": stop})
+    loops.start()
+    try:
+        assert unanswered.searching.wait(timeout=20), "the sweep never asked the platform"
+        # Only now, with the sweep stuck inside its call, does a post fall due and miss its slot.
+        late = create_post(channels=[channels["native"]], parts=["late"], at=now() - timedelta(minutes=3))
+        Redis.from_url(herald.redis_url).flushdb()  # its job is lost: only a repair pass can arm it again
+
+        wait_until(lambda: post_queue().count == 1 and open_missed_slots() == [late], timeout=20)
+        assert post_queue().job_ids == [f"post-{late}"]
+        assert [(e.kind, e.post_id) for e in captured.events] == [("missed_slot", late)]
+        assert not unanswered.answer.is_set()
+        assert READBACK not in ticks()  # the first sweep is still waiting for its answer
+        assert NAME in ticks()
+
+        unanswered.answer.set()
+        wait_until(lambda: READBACK in ticks())
+        with db.reading() as s:
+            assert s.get_one(Post, searched).deliveries[0].first_seen_at is not None
+    finally:
+        stop.set()
+        unanswered.answer.set()
+        loops.join(timeout=20)
+    assert not loops.is_alive()
+
+
+def test_the_sweep_counts_its_settle_window_from_its_own_previous_run_not_the_repair_pass(
+    channels: dict[str, str], platform: Sandbox, herald: Settings, sandbox_url: str
+) -> None:
+    post_id = create_post(channels=[channels["readback"]], parts=["settling"])
+    drain()
+    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    clock = ManualClock(DatabaseClock(db.engine()).now())
+    assert (sweep(clock).seen, ticks()[READBACK]) == (1, clock.now())
+    httpx.post(  # a second copy that the platform indexed late
+        f"{sandbox_url}/api/readback/posts",
+        json={"text": "settling", "key": key},
+        headers={"Authorization": "Bearer t-ok"},
+    ).raise_for_status()
+
+    clock.advance(herald.readback_settle_seconds + 1)
+    repair(clock)  # a repair pass long after the attempt does not move the sweep's window
+    assert ticks()[NAME] == clock.now()
+    # The previous sweep started inside the settle window: this one still looks...
+    again = sweep(clock)
+    assert (again.seen, again.duplicates) == (1, 1)
+    clock.advance(1)
+    # ...and the next, whose previous sweep started after the window, no longer does.
+    assert sweep(clock).seen == 0

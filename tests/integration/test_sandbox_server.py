@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from adapters.sandbox.server import SandboxServer
+from tests.integration.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -362,10 +363,12 @@ def test_native_forgets_idempotency_key_after_forget_keys_after(client: httpx.Cl
     first = post(client, "native", idempotency_key="k1").json()
     assert post(client, "native", idempotency_key="k1").json() == first
 
-    time.sleep(0.3)
-    again = post(client, "native", idempotency_key="k1")
+    def resent() -> httpx.Response | None:
+        answer = post(client, "native", idempotency_key="k1")
+        return answer if answer.status_code == 201 else None
 
-    assert again.status_code == 201
+    again = wait_until(resent, timeout=5)  # every resend until then is deduplicated
+
     assert again.json()["id"] != first["id"]
     assert len(stored(client, "native")) == 2
 
@@ -461,13 +464,17 @@ def test_stopped_server_stops_answering_kept_alive_clients() -> None:
 
 def test_search_lag_hides_a_stored_post_from_the_key_search_until_it_has_passed(client: httpx.Client) -> None:
     set_faults(client, search_lag=0.3, strategies=["readback"])
+    sent = time.monotonic()
     assert post(client, "readback", key="k1").status_code == 201
 
-    hidden = client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"]
-    time.sleep(0.35)
-    shown = client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"]
+    def search() -> list[dict[str, Any]]:
+        return list(client.get("/api/readback/posts", params={"key": "k1"}).json()["posts"])
+
+    hidden = search()
+    shown = wait_until(search, timeout=5)
 
     assert hidden == []
+    assert time.monotonic() - sent >= 0.3  # not shown before the lag had passed
     assert [p["key"] for p in shown] == ["k1"]
     assert len(stored(client, "readback")) == 1  # the oracle sees it at once
 

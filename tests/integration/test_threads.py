@@ -10,9 +10,9 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import types
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,6 +27,7 @@ from core.plugins import hookspecs
 from core.plugins import manager as plugins
 from core.plugins.adapter import Adapter, Limits, PublishContext, Published
 from core.runtime.arming import arm
+from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
 from core.services.channels import add_channel
 from core.services.posts import create_post, describe_post
@@ -62,9 +63,11 @@ def assert_reply_chain(posts: list[dict[str, Any]]) -> None:
         assert child["root"] == first["id"]
 
 
-def redrive_when_due(post_id: int) -> None:
-    """Arm the parked post until its retry time has come and its job is queued, then run it."""
-    wait_until(lambda: arm(post_id) and post_queue().count == 1, timeout=10)
+def redrive_when_due(post_id: int, clock: ManualClock) -> None:
+    """Move the clock past the parked post's retry time, arm it (its job is queued), run it."""
+    clock.advance(config.settings().backoff_max + 0.1)
+    assert arm(post_id, clock) is not None
+    assert post_queue().count == 1
     drain()
 
 
@@ -96,7 +99,7 @@ def test_a_five_part_thread_is_published_as_a_reply_chain(
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_a_part_refused_before_acceptance_is_retried_from_that_part_without_resending_earlier_ones(
-    strategy: str, channels: dict[str, str], platform: Sandbox, slow_retries: Settings
+    strategy: str, channels: dict[str, str], platform: Sandbox, slow_retries: Settings, clock: ManualClock
 ) -> None:
     # The platform refuses part 3 with a 503 and stores nothing: provably not sent.
     platform.faults(error_before_accept=1.0, after=2, times=1, strategies=[strategy])
@@ -113,7 +116,7 @@ def test_a_part_refused_before_acceptance_is_retried_from_that_part_without_rese
     assert [p["text"] for p in platform.posts(strategy)] == texts[:2]
     stored_part_2 = parked["parts"][1]["platform_id"]
 
-    redrive_when_due(post_id)
+    redrive_when_due(post_id, clock)
 
     posts = platform.posts(strategy)
     assert [p["text"] for p in posts] == texts  # exactly one copy of each part
@@ -127,7 +130,7 @@ def test_a_part_refused_before_acceptance_is_retried_from_that_part_without_rese
 
 
 def test_a_thread_that_runs_out_of_retries_after_two_parts_is_partially_published_not_failed(
-    channels: dict[str, str], platform: Sandbox, slow_retries: Settings
+    channels: dict[str, str], platform: Sandbox, slow_retries: Settings, clock: ManualClock
 ) -> None:
     # Every request after the second is refused: parts 1-2 land, part 3 never does.
     platform.faults(error_before_accept=1.0, after=2, strategies=["native"])
@@ -136,7 +139,7 @@ def test_a_thread_that_runs_out_of_retries_after_two_parts_is_partially_publishe
     drain()
     for _ in range(slow_retries.max_attempts - 1):
         assert delivery(post_id)["status"] == "retry_wait"
-        redrive_when_due(post_id)
+        redrive_when_due(post_id, clock)
 
     info = describe_post(post_id)
     assert info["status"] == "partially_published"
@@ -152,7 +155,7 @@ def test_a_thread_that_runs_out_of_retries_after_two_parts_is_partially_publishe
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_worker_killed_after_part_3_was_accepted_resumes_the_thread_by_the_strategy(
-    strategy: str, channels: dict[str, str], platform: Sandbox, workers: Workers, herald: Settings
+    strategy: str, channels: dict[str, str], platform: Sandbox, workers: Workers, herald: Settings, clock: ManualClock
 ) -> None:
     # The platform stores part 3, then holds its answer: the worker is inside the call.
     platform.faults(hold_after_accept=1.0, hold_seconds=30, after=2, times=1, strategies=[strategy])
@@ -167,8 +170,9 @@ def test_worker_killed_after_part_3_was_accepted_resumes_the_thread_by_the_strat
     assert part_states(post_id) == ["published", "published", "sending", "unsent", "unsent"]
     part_3 = platform.posts(strategy)[2]
 
-    time.sleep(herald.lease_seconds + herald.grace_seconds + 0.2)
-    assert arm(post_id) is not None
+    # The dead worker's lease and its grace pass on the clock, not on the wall.
+    clock.set(DatabaseClock(db.engine()).now() + timedelta(seconds=herald.lease_seconds + herald.grace_seconds + 0.2))
+    assert arm(post_id, clock) is not None
     drain()
 
     posts = platform.posts(strategy)

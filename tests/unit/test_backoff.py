@@ -32,8 +32,12 @@ def test_delay_grows_exponentially_with_attempts() -> None:
     assert min(_delays(6)) >= BASE * 2**5 / 2
 
 
-def test_delay_is_reproducible_with_a_seeded_random() -> None:
-    assert _delays(3, seed=42) == _delays(3, seed=42)
+def test_delay_is_reproducible_with_a_seeded_random_whatever_the_global_one() -> None:
+    random.seed(1)
+    first = _delays(3, seed=42)
+    random.seed(2)
+    assert _delays(3, seed=42) == first  # only the given random is drawn from
+    assert _delays(3, seed=43) != first
 
 
 def test_jitter_actually_spreads_the_delays() -> None:

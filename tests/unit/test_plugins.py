@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import types
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +20,8 @@ from core.domain.states import Strategy
 from core.plugins import hookspecs
 from core.plugins import manager as plugins
 from core.plugins.adapter import Adapter, PublishContext, Published
+from core.plugins.events import AlarmEvent
+from reconciler.alarms import notify
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,13 +36,6 @@ def test_every_hook_is_documented_in_the_module_and_in_the_plugin_guide() -> Non
     for name in hook_names():
         assert (getattr(hookspecs, name).__doc__ or "").strip(), name
         assert f"### `{name}(" in guide, f"{name} is missing from docs/plugins.md"
-
-
-def test_every_hook_has_a_test() -> None:
-    tests = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
-    for name in hook_names():
-        # Counting this file's own mention would make the test pass by itself.
-        assert tests.count(name) > 1, f"no test exercises {name}"
 
 
 @pytest.fixture
@@ -105,3 +104,103 @@ def test_a_third_party_plugin_registers_an_adapter_like_the_builtin_ones(toml: P
         assert isinstance(plugins.adapter("echo-test"), Echo)
     finally:
         pm.unregister(module)
+
+
+def alarm_event() -> AlarmEvent:
+    at = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    return AlarmEvent(7, "missed_slot", "open", 42, "n1", at, "180s past its slot", at)
+
+
+def test_an_alarm_is_handed_to_each_herald_alarm_route_and_a_route_that_raises_is_logged(
+    toml: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    received: list[AlarmEvent] = []
+
+    class Broken:
+        @hookspecs.hookimpl
+        def herald_alarm(self, alarm: AlarmEvent) -> None:
+            raise RuntimeError("pager down")
+
+    class Route:
+        @hookspecs.hookimpl
+        def herald_alarm(self, alarm: AlarmEvent) -> None:
+            received.append(alarm)
+
+    pm = plugins.plugin_manager()
+    event = alarm_event()
+    route = Route()
+    pm.register(route)
+    try:
+        with caplog.at_level(logging.INFO):
+            notify(event)
+        assert received == [event]
+        assert event.summary() in caplog.text  # the built-in route, reconciler.alarm_log
+
+        broken = Broken()
+        pm.unregister(route)
+        pm.register(broken)
+        pm.register(route)  # pluggy calls the last registered first: the route, then the broken one
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            notify(event)
+            notify(event)  # the broken route does not stop the next alarm
+        pm.unregister(broken)
+    finally:
+        pm.unregister(route)
+    assert received == [event, event, event]
+    assert caplog.text.count("routing alarm 7 failed") == 2  # logged, never raised to the reconciler
+
+
+#: For each hook, the test above that implements it in a plugin and observes what herald
+#: does with it. A hook added to hookspecs without an entry fails ``test_every_hook_has_a_test``.
+HOOK_TESTS: dict[str, Callable[..., None]] = {
+    "herald_register_adapters": test_a_third_party_plugin_registers_an_adapter_like_the_builtin_ones,
+    "herald_alarm": test_an_alarm_is_handed_to_each_herald_alarm_route_and_a_route_that_raises_is_logged,
+}
+
+
+class HookSpy:
+    """A plugin implementing every hook by counting the calls herald makes to it."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.calls: Counter[str] = Counter()
+        for name in names:
+            # Keyword-only: pluggy passes none, and herald's direct calls
+            # (``impl.function(register=...)``) land in ``given``.
+            def record(*, _name: str = name, **given: Any) -> None:
+                self.calls[_name] += 1
+
+            setattr(self, name, hookspecs.hookimpl(record))
+
+
+def assert_exercises(name: str, test: Callable[..., None], toml: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Run ``test`` under a :class:`HookSpy` and check that herald called hook ``name`` meanwhile."""
+    spy = HookSpy(hook_names())
+    pm = plugins.plugin_manager()
+    pm.register(spy, name="hook-spy")
+    try:
+        arguments = {"toml": toml, "caplog": caplog}
+        test(**{p: arguments[p] for p in inspect.signature(test).parameters})
+    finally:
+        pm.unregister(spy)
+    assert spy.calls[name], f"{test.__name__} never makes herald call {name}"
+
+
+@pytest.mark.parametrize("name", hook_names())
+def test_every_hook_has_a_test(name: str, toml: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Each hook has a test that implements it and observes its effect, and running that
+    test makes herald itself call the hook (a test that only names it does not count)."""
+    assert name in HOOK_TESTS, f"no test exercises {name}: write one and list it in HOOK_TESTS"
+    assert_exercises(name, HOOK_TESTS[name], toml, caplog)
+
+
+def test_hook_tests_lists_only_hooks_and_catches_a_test_that_never_reaches_the_hook(
+    toml: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert set(HOOK_TESTS) <= set(hook_names())
+
+    def names_the_hook_only(toml: Path) -> None:
+        assert "herald_alarm" in hook_names()
+
+    with pytest.raises(AssertionError, match="never makes herald call herald_alarm"):
+        assert_exercises("herald_alarm", names_the_hook_only, toml, caplog)
