@@ -41,11 +41,13 @@ def _event(alarm: Alarm, channel: str, state: str) -> AlarmEvent:
 
 
 def notify(event: AlarmEvent) -> None:
-    """Route an alarm to every ``herald_alarm`` implementation."""
-    try:
-        plugin_manager().hook.herald_alarm(alarm=event)
-    except Exception:  # one broken route must not stop the reconciler
-        log.exception("routing alarm %s failed", event.id)
+    """Route an alarm to every ``herald_alarm`` implementation, each on its own: a route
+    that fails is logged, and neither stops the others nor the reconciler."""
+    for impl in plugin_manager().hook.herald_alarm.get_hookimpls():
+        try:
+            impl.function(alarm=event)
+        except Exception:
+            log.exception("routing alarm %s through %s failed", event.id, impl.plugin_name)
 
 
 def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, detail: str, now: datetime) -> bool:

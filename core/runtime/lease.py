@@ -96,14 +96,19 @@ class _Beats:
         self._due: dict[Heartbeat, float] = {}
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
+        #: When the thread wakes up next by itself (monotonic).
+        self._wakes_at = 0.0
 
     def add(self, hb: Heartbeat) -> None:
         with self._changed:
-            self._due[hb] = time.monotonic() + hb.every
+            due = self._due[hb] = time.monotonic() + hb.every
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="herald-heartbeat", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            # Wake the thread only when it would otherwise sleep past this claim's first
+            # beat: a job a few milliseconds long need not cost a thread switch.
+            if due < self._wakes_at:
+                self._changed.notify()
 
     def discard(self, hb: Heartbeat) -> None:
         with self._changed:
@@ -115,8 +120,8 @@ class _Beats:
                 now = time.monotonic()
                 due = [hb for hb, at in self._due.items() if at <= now]
                 if not due:
-                    wait = min(self._due.values(), default=now + 60.0) - now
-                    self._changed.wait(wait)
+                    self._wakes_at = min(self._due.values(), default=now + 60.0)
+                    self._changed.wait(self._wakes_at - now)
                     continue
                 for hb in due:
                     self._due[hb] = now + hb.every

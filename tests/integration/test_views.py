@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from redis import Redis
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from core.config import Settings
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason
 from core.ledger.channels import set_connected
+from core.runtime.clock import ManualClock
 from core.services.alarms import list_alarms
 from core.services.channels import add_channel, reconnect_channel, show_channels
 from core.services.health import health
@@ -19,7 +20,7 @@ from core.services.posts import create_post, describe_post, show_post
 from core.services.timeline import timeline
 from core.services.views import jsonable
 from core.store import db
-from core.store.models import AlarmKind, Approval, Channel
+from core.store.models import AlarmKind, Approval, Channel, Tick
 from reconciler.tick import tick
 from tests.integration.conftest import Sandbox, drain
 
@@ -191,3 +192,17 @@ def test_reconnecting_a_channel_re_admits_what_its_refused_credentials_and_disco
     assert show_post(waiting).status is PostStatus.PUBLISHED
     assert show_post(refused).status is PostStatus.PUBLISHED
     assert sorted(p["text"] for p in platform.posts("readback")) == ["refused", "waits for the reconnect"]
+
+
+def test_health_names_a_read_back_sweep_that_stopped_running(channels: dict[str, str], clock: ManualClock) -> None:
+    tick(clock)  # a repair pass and a sweep
+    fresh = health(clock)
+    assert fresh.last_sweep_age == 0.0 and fresh.healthy
+
+    with db.transaction() as s:  # the repair loop goes on; the sweep's loop has been stuck since
+        s.execute(update(Tick).where(Tick.name == "readback").values(at=clock.now() - timedelta(minutes=10)))
+    stuck = health(clock)
+
+    assert stuck.last_sweep_age == 600.0
+    assert [p for p in stuck.problems if "read-back sweep last ran 600s ago" in p]
+    assert stuck.healthy is False
