@@ -6,7 +6,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,7 +18,6 @@ from core.plugins import manager as plugins
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
 from core.services.posts import lift_admission_holds
-from core.services.views import jsonable
 from core.store import db
 from core.store.models import Account, Channel
 
@@ -137,14 +135,6 @@ def show_channels() -> list[ChannelView]:
     with db.reading() as s:
         rows = s.execute(select(Channel, Account.name).join(Account).order_by(Channel.name)).all()
         return [_channel_view(c, account) for c, account in rows]
-
-
-def list_channels() -> list[dict[str, Any]]:
-    """Deprecated: :func:`show_channels` in its JSON form, for callers that still index by key.
-
-    New code reads the views; this goes once nothing calls it.
-    """
-    return [cast(dict[str, Any], jsonable(view)) for view in show_channels()]
 
 
 #: Holds of a channel's deliveries that a reconnect (new credentials or settings) lifts.

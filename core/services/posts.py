@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
 
 from sqlalchemy import select
 
@@ -18,7 +17,7 @@ from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostS
 from core.plugins import manager as plugins
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
-from core.services.views import jsonable, maybe_shown_in, shown_in
+from core.services.views import maybe_shown_in, shown_in
 from core.store import db
 from core.store.models import Account, Approval, Attempt, Channel, Delivery, DeliveryPart, Post
 from threads.progress import progress
@@ -264,11 +263,3 @@ def _delivery_view(d: Delivery, tz: str) -> DeliveryView:
         url=d.parts[0].url if d.parts else None,
         parts=tuple(part_view(p, tz) for p in d.parts),
     )
-
-
-def describe_post(post_id: int) -> dict[str, Any]:
-    """Deprecated: :func:`show_post` in its JSON form, for callers that still index by key.
-
-    New code reads the view; this goes once nothing calls it.
-    """
-    return cast(dict[str, Any], jsonable(show_post(post_id)))

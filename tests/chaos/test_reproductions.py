@@ -9,9 +9,9 @@ from rq.job import Job, JobStatus
 
 from core.runtime.arming import job_id
 from core.runtime.queue import post_queue
-from core.services.posts import create_post, describe_post
+from core.services.posts import create_post
 from reconciler.tick import tick
-from tests.integration.conftest import Sandbox, drain
+from tests.integration.conftest import Sandbox, drain, post_json
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_a_post_whose_worker_died_between_dequeue_and_claim_is_redriven_by_the_n
     tick()
     drain()
 
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     assert len(platform.posts("none")) == 1
 
 
@@ -57,7 +57,7 @@ def test_a_post_whose_worker_died_between_taking_the_job_and_starting_it_is_redr
     tick()
     drain()
 
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     assert len(platform.posts("native")) == 1
 
 

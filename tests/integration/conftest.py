@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -271,6 +271,22 @@ def workers(herald: Settings, request: pytest.FixtureRequest) -> Iterator[Worker
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         print(pool.output())
+
+
+def post_json(post_id: int) -> dict[str, Any]:
+    """``herald post show --json``: the post's view as scripts read it."""
+    from core.services.posts import show_post
+    from core.services.views import jsonable
+
+    return cast(dict[str, Any], jsonable(show_post(post_id)))
+
+
+def channels_json() -> list[dict[str, Any]]:
+    """``herald channel list --json``."""
+    from core.services.channels import show_channels
+    from core.services.views import jsonable
+
+    return [cast(dict[str, Any], jsonable(view)) for view in show_channels()]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:

@@ -13,10 +13,10 @@ from core.plugins.adapter import Published
 from core.runtime.arming import arm
 from core.runtime.clock import ManualClock
 from core.runtime.job import heartbeat_for
-from core.services.posts import create_post, describe_post
+from core.services.posts import create_post
 from core.store import db
 from core.store.models import Post
-from tests.integration.conftest import Sandbox, drain, wait_until
+from tests.integration.conftest import Sandbox, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_ke
     drain()
     assert time.monotonic() - started < herald.lease_seconds  # the call was cut at its hard timeout
 
-    delivery = describe_post(post_id)["deliveries"][0]
+    delivery = post_json(post_id)["deliveries"][0]
     assert delivery["status"] == "retry_wait"
     assert delivery["parts"][0]["state"] == "sending"
     assert "deadline passed" in (delivery["detail"] or "")
@@ -102,7 +102,7 @@ def test_a_call_slower_than_the_hard_timeout_is_ambiguous_and_resolved_by_the_ke
     clock.advance(max(herald.backoff_max, herald.call_timeout) + 0.1)
     assert arm(post_id, clock) is not None
     drain()
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     assert len(platform.posts("native")) == 1
 
 

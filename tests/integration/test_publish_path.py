@@ -22,11 +22,11 @@ from core.runtime.queue import post_queue
 from core.runtime.worker import PUBLISH_FUNC
 from core.services.channels import add_channel
 from core.services.controls import set_account_status, set_emergency_stop
-from core.services.posts import approve_post, cancel_post, create_post, describe_post, reschedule_post
+from core.services.posts import approve_post, cancel_post, create_post, reschedule_post
 from core.store import db
 from core.store.models import AccountStatus, Publication
 from reconciler.tick import tick
-from tests.integration.conftest import Sandbox, Workers, drain, wait_until
+from tests.integration.conftest import Sandbox, Workers, channels_json, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,11 @@ def now() -> datetime:
 
 
 def by_channel(post_id: int) -> dict[str, dict[str, Any]]:
-    return {d["channel"]: d for d in describe_post(post_id)["deliveries"]}
+    return {d["channel"]: d for d in post_json(post_id)["deliveries"]}
 
 
 def status_is(post_id: int, *statuses: str) -> dict[str, Any] | None:
-    info = describe_post(post_id)
+    info = post_json(post_id)
     return info if info["status"] in statuses else None
 
 
@@ -116,8 +116,8 @@ def test_a_cancelled_post_sends_nothing_even_when_a_job_for_it_runs_after_its_sl
     drain()
 
     assert platform.posts() == []
-    assert describe_post(post_id)["status"] == "cancelled"
-    assert describe_post(post_id)["attempts"] == []
+    assert post_json(post_id)["status"] == "cancelled"
+    assert post_json(post_id)["attempts"] == []
 
 
 @pytest.mark.parametrize("strategy", ["native", "readback", "none"])
@@ -146,7 +146,7 @@ def test_worker_killed_after_the_platform_accepted_is_redriven_without_a_second_
     copies = platform.posts(strategy)
     assert len(copies) == 1
     delivery = by_channel(post_id)[channels[strategy]]
-    attempts = describe_post(post_id)["attempts"]
+    attempts = post_json(post_id)["attempts"]
     assert attempts[-1]["fence"] == 2
     if strategy == "none":
         assert delivery["status"] == "held"
@@ -247,15 +247,13 @@ def test_4xx_rejection_is_terminal_with_its_reason_and_other_channels_publish(
     assert deliveries["forbidden"]["reason"] == "permission_denied"
     assert deliveries["forbidden"]["action"]
     assert deliveries[channels["none"]]["status"] == "published"
-    assert describe_post(post_id)["status"] == "partially_published"
+    assert post_json(post_id)["status"] == "partially_published"
     assert post_queue().scheduled_job_registry.get_job_ids() == []  # nothing to retry
 
 
 def test_401_holds_the_delivery_and_disconnects_the_channel_while_others_publish(
     channels: dict[str, str], platform: Sandbox, sandbox_url: str
 ) -> None:
-    from core.services.channels import list_channels
-
     platform.token("t-revoked", "revoked")
     add_channel("revoked", "sandbox-readback", {"base_url": sandbox_url, "token": "t-revoked"})
     post_id = create_post(channels=["revoked", channels["native"]], parts=["expired token"])
@@ -265,7 +263,7 @@ def test_401_holds_the_delivery_and_disconnects_the_channel_while_others_publish
     assert deliveries["revoked"]["status"] == "held"
     assert deliveries["revoked"]["reason"] == "auth_expired"
     assert deliveries[channels["native"]]["status"] == "published"
-    assert {c["name"]: c["connected"] for c in list_channels()}["revoked"] is False
+    assert {c["name"]: c["connected"] for c in channels_json()}["revoked"] is False
     assert platform.posts("readback") == []
 
 
@@ -287,7 +285,7 @@ def test_admission_holds_send_nothing_and_record_the_reason(
     drain()
 
     assert platform.posts() == []
-    info = describe_post(post_id)
+    info = post_json(post_id)
     assert info["status"] == "held"
     assert {d["reason"] for d in info["deliveries"]} == {reason}
 
@@ -296,11 +294,11 @@ def test_lifting_an_emergency_stop_publishes_what_it_held(channels: dict[str, st
     set_emergency_stop(True)
     post_id = create_post(channels=[channels["native"]], parts=["after the stop"])
     drain()
-    assert describe_post(post_id)["status"] == "held"
+    assert post_json(post_id)["status"] == "held"
 
     assert set_emergency_stop(False) == [post_id]
     drain()
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     assert len(platform.posts()) == 1
 
 
@@ -312,7 +310,7 @@ def test_a_post_waiting_for_approval_is_held_until_approved(channels: dict[str, 
 
     approve_post(post_id)
     drain()
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
 
 
 def test_an_embargo_delays_the_post_until_not_before(channels: dict[str, str], platform: Sandbox) -> None:
@@ -351,7 +349,7 @@ def test_a_result_write_whose_held_connection_died_is_written_on_a_new_one(chann
             assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}).scalar_one()
         published = Published(platform_id="p-1", url="http://sandbox/p-1")
         assert ledger.part_published(claim, claim.plans[0].delivery_id, 0, published, now(), 30) == "published"
-    post = describe_post(post_id)
+    post = post_json(post_id)
     assert post["status"] == "published"
     assert post["deliveries"][0]["platform_id"] == "p-1"
 
@@ -396,7 +394,7 @@ def test_a_job_that_starts_well_before_its_slot_claims_nothing_and_is_armed_for_
 
     drain()
 
-    info = describe_post(post_id)
+    info = post_json(post_id)
     assert info["status"] == "scheduled"
     with db.reading() as s:
         fence, owner = s.execute(text("SELECT fence, lease_owner FROM posts WHERE id = :id"), {"id": post_id}).one()
@@ -416,7 +414,7 @@ def test_a_job_that_starts_just_before_its_slot_waits_for_it_and_claims_once(
 
     drain()
 
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     (copy,) = platform.posts()
     assert datetime.fromisoformat(copy["created_at"]) >= slot
     with db.reading() as s:
@@ -443,7 +441,7 @@ def test_a_result_whose_publication_is_already_recorded_keeps_it_and_publishes_t
 
     assert status == "published"
     assert "publication already recorded" in caplog.text
-    post = describe_post(post_id)
+    post = post_json(post_id)
     assert post["status"] == "published"
     assert post["deliveries"][0]["status"] == "published"
     with db.reading() as s:
@@ -464,4 +462,4 @@ def test_a_claim_whose_held_connection_died_is_made_on_a_new_one(channels: dict[
             assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}).scalar_one()
         claim = ledger.claim_post(post_id, "w", now(), 30, 5)
     assert claim is not None and claim.fence == 1
-    assert describe_post(post_id)["deliveries"][0]["status"] == "sending"
+    assert post_json(post_id)["deliveries"][0]["status"] == "sending"

@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from core.runtime.clock import DatabaseClock
-from core.services.posts import create_post, describe_post
+from core.services.posts import create_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind
 from reconciler import readback
-from tests.integration.conftest import Sandbox, drain, wait_until
+from tests.integration.conftest import Sandbox, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,7 @@ def test_a_second_copy_that_becomes_visible_only_after_the_first_sighting_is_sti
     platform.faults(search_lag=LAG, strategies=["readback"])  # the platform's index lags
     post_id = create_post(channels=[channels["readback"]], parts=["late twin"])
     drain()
-    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    key = post_json(post_id)["deliveries"][0]["parts"][0]["key"]
     assert _sweep_until(lambda seen, raised: seen == 1) == (1, 0)  # first sighting: one copy
 
     _second_copy(sandbox_url, "late twin", key)
@@ -73,7 +73,7 @@ def test_every_part_of_a_thread_is_read_back_not_only_the_first(
 ) -> None:
     post_id = create_post(channels=[channels["readback"]], parts=["one/3", "two/3", "three/3"])
     drain()
-    parts = describe_post(post_id)["deliveries"][0]["parts"]
+    parts = post_json(post_id)["deliveries"][0]["parts"]
     _second_copy(sandbox_url, "two/3", parts[1]["key"])
 
     assert readback.sweep(_now(), 5.0, SETTLE) == (1, 1)
@@ -85,7 +85,7 @@ def test_a_delivery_whose_last_attempt_left_the_settle_window_is_no_longer_read_
 ) -> None:
     post_id = create_post(channels=[channels["readback"]], parts=["settled"])
     drain()
-    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    key = post_json(post_id)["deliveries"][0]["parts"][0]["key"]
     assert readback.sweep(_now(), 5.0, SETTLE) == (1, 0)
     _second_copy(sandbox_url, "settled", key)
     later = _now() + timedelta(seconds=SETTLE + 1)
@@ -104,7 +104,7 @@ def test_a_delivery_not_confirmed_yet_is_read_back_too(
     platform.faults(error_after_accept=1.0, times=1, strategies=["readback"])
     post_id = create_post(channels=[channels["readback"]], parts=["in doubt"])
     drain()
-    delivery = describe_post(post_id)["deliveries"][0]
+    delivery = post_json(post_id)["deliveries"][0]
     assert delivery["status"] == "retry_wait"
     _second_copy(sandbox_url, "in doubt", delivery["parts"][0]["key"])
 

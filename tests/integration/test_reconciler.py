@@ -32,11 +32,11 @@ from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
 from core.services.channels import add_channel
 from core.services.controls import set_emergency_stop
-from core.services.posts import create_post, describe_post
+from core.services.posts import create_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Attempt, Post, Tick
 from reconciler.tick import NAME, READBACK, repair, run_forever, sweep, tick
-from tests.integration.conftest import ROOT, Sandbox, Workers, drain, wait_until
+from tests.integration.conftest import ROOT, Sandbox, Workers, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def now() -> datetime:
 
 
 def published(post_ids: list[int]) -> bool:
-    return all(describe_post(p)["status"] == "published" for p in post_ids)
+    return all(post_json(p)["status"] == "published" for p in post_ids)
 
 
 def fences(post_id: int) -> list[int]:
@@ -110,7 +110,7 @@ def test_a_worker_dead_mid_call_is_redriven_only_after_lease_and_grace_and_its_l
     monkeypatch.setenv("HERALD_TICK_SECONDS", "0.5")
     workers.start()
     workers.spawn("reconcile")
-    wait_until(lambda: describe_post(post_id)["status"] == "published", timeout=30)
+    wait_until(lambda: post_json(post_id)["status"] == "published", timeout=30)
 
     with db.reading() as s:
         attempts = s.execute(
@@ -123,7 +123,7 @@ def test_a_worker_dead_mid_call_is_redriven_only_after_lease_and_grace_and_its_l
     if stop is signal.SIGSTOP:
         os.kill(stuck.pid, signal.SIGCONT)  # its held answer arrives; its writes are fenced out
         wait_until(lambda: "fenced out" in workers.output(), timeout=15)
-    info = describe_post(post_id)
+    info = post_json(post_id)
     copies = platform.posts("native")
     assert len(copies) == 1
     assert info["deliveries"][0]["platform_id"] == copies[0]["id"]
@@ -138,7 +138,7 @@ def test_due_posts_go_out_within_a_tick_with_no_scheduler_running(
     workers.start("--no-scheduler")
     workers.spawn("reconcile")
 
-    wait_until(lambda: describe_post(post_id)["status"] == "published", timeout=6)
+    wait_until(lambda: post_json(post_id)["status"] == "published", timeout=6)
     assert len(platform.posts()) == 1
 
 
@@ -176,7 +176,7 @@ def test_a_held_post_is_not_armed_by_the_reconciler_and_lifting_the_stop_rearms_
     set_emergency_stop(True)
     post_id = create_post(channels=[channels["none"]], parts=["stopped"])
     drain()
-    assert describe_post(post_id)["status"] == "held"
+    assert post_json(post_id)["status"] == "held"
     Redis.from_url(herald.redis_url).flushdb()
 
     assert tick().armed == 0
@@ -185,7 +185,7 @@ def test_a_held_post_is_not_armed_by_the_reconciler_and_lifting_the_stop_rearms_
     set_emergency_stop(False)
     assert post_queue().count == 1
     drain()
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
 
 
 def test_a_missed_slot_raises_one_alarm_through_the_hook_and_resolves_once_published(
@@ -201,7 +201,7 @@ def test_a_missed_slot_raises_one_alarm_through_the_hook_and_resolves_once_publi
     assert "past its slot" in captured.events[0].detail
 
     drain()  # the first tick armed it
-    assert describe_post(post_id)["status"] == "published"
+    assert post_json(post_id)["status"] == "published"
     assert tick().resolved == 1
     assert [e.state for e in captured.events] == ["open", "resolved"]
 
@@ -211,7 +211,7 @@ def test_a_read_back_that_finds_two_copies_raises_a_duplicate_alarm(
 ) -> None:
     post_id = create_post(channels=[channels["readback"]], parts=["twice?"])
     drain()
-    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    key = post_json(post_id)["deliveries"][0]["parts"][0]["key"]
     # A second copy with the same key reaches the platform behind herald's back.
     httpx.post(
         f"{sandbox_url}/api/readback/posts",
@@ -359,7 +359,7 @@ def test_the_sweep_counts_its_settle_window_from_its_own_previous_run_not_the_re
 ) -> None:
     post_id = create_post(channels=[channels["readback"]], parts=["settling"])
     drain()
-    key = describe_post(post_id)["deliveries"][0]["parts"][0]["key"]
+    key = post_json(post_id)["deliveries"][0]["parts"][0]["key"]
     clock = ManualClock(DatabaseClock(db.engine()).now())
     assert (sweep(clock).seen, ticks()[READBACK]) == (1, clock.now())
     httpx.post(  # a second copy that the platform indexed late

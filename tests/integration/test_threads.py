@@ -30,10 +30,10 @@ from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
 from core.services.channels import add_channel
-from core.services.posts import create_post, describe_post
+from core.services.posts import create_post
 from core.store import db
 from core.store.models import Post
-from tests.integration.conftest import ROOT, Sandbox, Workers, drain, wait_until
+from tests.integration.conftest import ROOT, Sandbox, Workers, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def thread(tag: str, n: int = 5) -> list[str]:
 
 
 def delivery(post_id: int) -> dict[str, Any]:
-    (only,) = describe_post(post_id)["deliveries"]
+    (only,) = post_json(post_id)["deliveries"]
     shown: dict[str, Any] = only
     return shown
 
@@ -86,7 +86,7 @@ def test_a_five_part_thread_is_published_as_a_reply_chain(
     posts = platform.posts(strategy)
     assert [p["text"] for p in posts] == texts
     assert_reply_chain(posts)
-    info = describe_post(post_id)
+    info = post_json(post_id)
     assert info["status"] == "published"
     (shown,) = info["deliveries"]
     assert shown["progress"] == "5/5"
@@ -112,7 +112,7 @@ def test_a_part_refused_before_acceptance_is_retried_from_that_part_without_rese
     assert parked["status"] == "retry_wait"
     assert parked["progress"] == "2/5"
     assert part_states(post_id) == ["published", "published", "unsent", "unsent", "unsent"]
-    assert describe_post(post_id)["status"] == "publishing"
+    assert post_json(post_id)["status"] == "publishing"
     assert [p["text"] for p in platform.posts(strategy)] == texts[:2]
     stored_part_2 = parked["parts"][1]["platform_id"]
 
@@ -124,7 +124,7 @@ def test_a_part_refused_before_acceptance_is_retried_from_that_part_without_rese
     assert posts[2]["reply_to"] == stored_part_2
     assert delivery(post_id)["status"] == "published"
     # The second claim started at part 3 (index 2): parts 1-2 were never sent again.
-    attempts = describe_post(post_id)["attempts"]
+    attempts = post_json(post_id)["attempts"]
     assert [a["part"] for a in attempts if a["fence"] == 1] == [0, 1, 2]
     assert [a["part"] for a in attempts if a["fence"] == 2] == [2, 3, 4]
 
@@ -141,7 +141,7 @@ def test_a_thread_that_runs_out_of_retries_after_two_parts_is_partially_publishe
         assert delivery(post_id)["status"] == "retry_wait"
         redrive_when_due(post_id, clock)
 
-    info = describe_post(post_id)
+    info = post_json(post_id)
     assert info["status"] == "partially_published"
     (stopped,) = info["deliveries"]
     assert stopped["status"] == "failed"
@@ -176,7 +176,7 @@ def test_worker_killed_after_part_3_was_accepted_resumes_the_thread_by_the_strat
     drain()
 
     posts = platform.posts(strategy)
-    info = describe_post(post_id)
+    info = post_json(post_id)
     (shown,) = info["deliveries"]
     redriven = [a for a in info["attempts"] if a["fence"] == 2]
     if strategy == "none":
