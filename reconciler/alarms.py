@@ -11,7 +11,6 @@ import logging
 from datetime import datetime, timedelta
 
 from sqlalchemy import update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.plugins.events import AlarmEvent
 from core.plugins.manager import plugin_manager
@@ -53,9 +52,8 @@ def notify(event: AlarmEvent) -> None:
 def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, detail: str, now: datetime) -> bool:
     """Open an alarm unless the same one is open already. Returns whether it was new."""
     with db.transaction() as s:
-        insert = postgresql.insert if s.get_bind().dialect.name == "postgresql" else sqlite.insert
         new_id = s.execute(
-            insert(Alarm)
+            db.insert_unless_present(s, Alarm)
             .values(
                 kind=kind,
                 post_id=post_id,
@@ -65,7 +63,6 @@ def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, 
                 open_key=_key(kind, post_id, channel_id),
                 opened_at=now,
             )
-            .on_conflict_do_nothing()
             .returning(Alarm.id)
         ).scalar()
         if new_id is None:

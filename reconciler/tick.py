@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.config import Settings, settings
 from core.runtime.arming import arm
@@ -142,9 +141,8 @@ def _last_run(name: str) -> datetime | None:
 
 def _record(name: str, at: datetime, duration_ms: float, armed: int) -> None:
     with db.transaction() as s:
-        insert = postgresql.insert if s.get_bind().dialect.name == "postgresql" else sqlite.insert
         values = {"name": name, "at": at, "duration_ms": duration_ms, "armed": armed}
-        s.execute(insert(Tick).values(**values).on_conflict_do_nothing())
+        s.execute(db.insert_unless_present(s, Tick).values(**values))
         s.execute(update(Tick).where(Tick.name == name).values(**values))
 
 

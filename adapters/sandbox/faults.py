@@ -20,11 +20,13 @@ from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+from core.domain.errors import UserError
+
 #: The path prefixes of the platform API, one per dedupe strategy.
 STRATEGIES = ("native", "readback", "none")
 
 
-class FaultError(ValueError):
+class FaultError(UserError, ValueError):
     """A fault config that cannot work; the message says which field and why."""
 
 

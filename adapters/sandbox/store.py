@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.sandbox.faults import STRATEGIES
+from core.domain.errors import HeraldError
 
 #: Longest text the platform accepts, in characters.
 MAX_CHARS = 500
 TOKEN_STATES = ("ok", "revoked", "forbidden")
 
 
-class Refusal(Exception):
+class Refusal(HeraldError):
     """A platform answer other than success: an HTTP status and a JSON error body."""
 
     def __init__(self, status: int, error: str, detail: str = "") -> None:

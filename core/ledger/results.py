@@ -175,13 +175,16 @@ def delivery_parked(
     now: datetime,
     lease: float,
     exhausted: Reason = Reason.PLATFORM_UNAVAILABLE,
-) -> None:
+) -> tuple[DeliveryStatus, Reason | None]:
     """Record a transient failure: park the delivery until ``next_attempt_at``.
 
     A part that may have landed stays ``sending``; one that provably did not goes back
     to ``unsent``. With no ``next_attempt_at`` (retries exhausted) the delivery fails
     with ``exhausted`` (``platform_unavailable`` unless the caller knows better), or is
     held ``ambiguous_outcome`` when a copy may exist.
+
+    Returns:
+        The delivery's new status and reason.
     """
     with fenced(claim.post_id, claim.fence, now, lease) as conn:
         part_state(conn, delivery_id, part_idx, in_doubt=in_doubt)
@@ -194,6 +197,7 @@ def delivery_parked(
             new, why = DeliveryStatus.FAILED, exhausted
         set_status(conn, delivery_id, DeliveryStatus.SENDING, new, why, next_attempt_at=next_attempt_at, detail=detail)
         finish(conn, claim.post_id, now)
+    return new, why
 
 
 @db.once_more_if_disconnected

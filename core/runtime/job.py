@@ -306,7 +306,7 @@ class _DeliveryRun:
             reason = Reason.ADAPTER_ERROR
         else:
             reason = None
-        delivery_parked(
+        status, why = delivery_parked(
             self.claim,
             plan.delivery_id,
             idx,
@@ -318,12 +318,7 @@ class _DeliveryRun:
             lease=self.cfg.lease_seconds,
             exhausted=Reason.ADAPTER_ERROR if isinstance(exc, AdapterError) else Reason.PLATFORM_UNAVAILABLE,
         )
-        if next_attempt_at is not None:
-            return DeliveryOutcome(plan.delivery_id, DeliveryStatus.RETRY_WAIT, reason, idx), None
-        if doubt:
-            return DeliveryOutcome(plan.delivery_id, DeliveryStatus.HELD, Reason.AMBIGUOUS_OUTCOME, idx), None
-        exhausted = Reason.ADAPTER_ERROR if isinstance(exc, AdapterError) else Reason.PLATFORM_UNAVAILABLE
-        return DeliveryOutcome(plan.delivery_id, DeliveryStatus.FAILED, exhausted, idx), None
+        return DeliveryOutcome(plan.delivery_id, status, why, idx), None
 
     def _next_attempt(self, retry_after: float | None, floor: datetime | None) -> datetime | None:
         if self.plan.attempts >= self.cfg.max_attempts:

@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, DateTime, Dialect, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -70,6 +71,13 @@ def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("herald_read") else "BEGIN IMMEDIATE")
+
+
+def insert_unless_present(session: Session, table: Any) -> Any:
+    """An INSERT of ``table`` that does nothing where a unique key is taken (``ON CONFLICT
+    DO NOTHING``), in the dialect of the session's database; chain ``.values(...)``."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(table).on_conflict_do_nothing()
 
 
 def make_engine(url: str) -> Engine:
