@@ -220,7 +220,7 @@ class Report:
                 "  `tests/chaos/entry.py`: `time.time` and `datetime.now` move, `time.monotonic` does not),",
                 "  rq's scheduler included, which runs in a child of the worker. It runs on PostgreSQL",
                 "  only: SQLite has no server, its clock is read in the calling process",
-                '  (`core/clock.py`), so a skewed worker skews its own "database" clock and the run would',
+                '  (`core/runtime/clock.py`), so a skewed worker skews its own "database" clock and the run would',
                 "  prove nothing. The reconciler and the sandbox platform keep the true clock.",
                 "* **search_lag**: the platform's search shows a post only some seconds after storing it,",
                 "  so herald's read-back before a resend can miss a copy whose answer was lost, and resend:",

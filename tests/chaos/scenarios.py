@@ -72,7 +72,7 @@ def skip_reason(scenario: Scenario) -> str:
     """Why ``scenario`` cannot run on this setup; empty when it can."""
     if scenario.clock_skew and not os.environ.get("HERALD_DATABASE_URL", "").startswith("postgresql"):
         return (
-            "skipped on SQLite: its clock is read in the calling process (core/clock.py; there is no "
+            "skipped on SQLite: its clock is read in the calling process (core/runtime/clock.py; there is no "
             "server), so a worker with a skewed clock skews its 'database' clock too and nothing is "
             "tested; run it with HERALD_DATABASE_URL=postgresql://..."
         )
