@@ -5,22 +5,15 @@ The deadline is fixed when the call starts and enforced at the transport
 by it, and when it passes the request in flight is cut and its connection aborted, so
 nothing of the call can reach the platform afterwards – the grace window rests on that.
 
-The call runs on a thread of its own (``_calls``), and the caller waits for it until the
-deadline (and a moment for the cut to land): an adapter stuck in its own Python code,
-which no transport can stop, is left behind rather than holding the job past its lease –
-it cannot reach the platform once the deadline has passed. The hand-off costs less than
-it saves: measured back to back (``bench.throughput``), the throughput ratio on PostgreSQL
-was 0.52 with calls on the job's own thread and 0.61–0.62 with them here (SQLite: 0.65
-and 0.61–0.62).
+The call runs on the caller's thread: handing it to a pool would cost more than a
+kept-alive request. The adapter's own Python code is not pre-empted (a thread cannot be
+stopped safely), but it cannot reach the platform once the deadline has passed.
 """
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 import httpx
@@ -31,12 +24,6 @@ from core.plugins.deadline import Deadline, bounded_by
 from core.plugins.transport import transport_outcome
 
 T = TypeVar("T")
-
-#: Threads that run platform calls, so that a call stuck past its deadline can be left.
-_calls = ThreadPoolExecutor(max_workers=64, thread_name_prefix="herald-call")
-
-#: How long past its deadline a call is waited for: the cut itself takes a moment.
-CUT_SLACK = 0.5
 
 
 def call_adapter(
@@ -67,21 +54,6 @@ def call_adapter(
     deadline = Deadline(at=now() + timeout, now=now)
     if timeout <= 0:
         raise NotSent(f"the call's deadline ({timeout:g}s) had passed before it began; it was not run")
-    future = _calls.submit(contextvars.copy_context().run, _run, fn, ctx, deadline)
-    try:
-        return future.result(timeout=timeout + CUT_SLACK)
-    except FutureTimeout:
-        if future.cancel():  # never started: a queued call is not run later
-            raise NotSent(f"the call waited {timeout:g}s for a thread and was not run") from None
-        raise AdapterError(
-            f"the adapter was still running {timeout + CUT_SLACK:g}s after the call began; left behind",
-            sent=deadline.sent,
-        ) from None
-
-
-def _run(fn: Callable[[PublishContext], T], ctx: PublishContext, deadline: Deadline) -> T:
-    if deadline.remaining() <= 0:
-        raise NotSent("the call's deadline passed while it waited for a thread; it was not run")
     with bounded_by(deadline):
         try:
             return fn(ctx)
