@@ -228,6 +228,8 @@ class _DeliveryRun:
                 return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), in_doubt)
             except PublishError as exc:
                 return self._failed(adapter, idx, in_doubt, exc, started)
+            except FencedOut:
+                raise  # a newer claim holds the post: record nothing (``_send_delivery``)
             except HeraldError as exc:  # another of herald's errors, raised inside the adapter
                 return self._failed(adapter, idx, in_doubt, AdapterError(f"{exc!r}", sent=True), started)
             if isinstance(sent, _HoldInDoubt):
