@@ -13,13 +13,14 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
+from core.cli import editing as cli_editing
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
 from core.domain.errors import HeraldError, UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Schedule a post once; herald publishes it.")
 channel_app = typer.Typer(no_args_is_help=True, help="Channels: where posts go.")
-post_app = typer.Typer(no_args_is_help=True, help="Posts: create, show, move, cancel, approve.")
+post_app = typer.Typer(no_args_is_help=True, help="Posts: create, show, edit, schedule, move, cancel, approve.")
 sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
 app.add_typer(channel_app, name="channel")
@@ -119,9 +120,18 @@ def post_create(
     fold: Annotated[int | None, typer.Option(help="0 or 1: which of a repeated local time.", min=0, max=1)] = None,
     not_before: Annotated[str | None, typer.Option(help="Embargo: never before this instant.")] = None,
     needs_approval: Annotated[bool, typer.Option(help="Hold until `herald post approve`.")] = False,
+    channel_text: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=TEXT: that channel's own text instead of the post's; repeat for its parts in order."),
+    ] = None,
+    draft: Annotated[bool, typer.Option(help="Save a draft, never sent until `herald post schedule ID`.")] = False,
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="Repeating a create with this key and the same content makes no second post.")
+    ] = None,
 ) -> None:
     """Schedule a post (now, --at an instant, or --in a delay) and print its id."""
-    from core.services.posts import create_post
+    from core.services.content import parse_channel_texts
+    from core.services.posts import submit_post
     from core.services.slots import parse_embargo, parse_slot
 
     texts = list(part or [])
@@ -132,15 +142,24 @@ def post_create(
 
         texts += split_parts(parts_file.read_text())
     slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold)
-    post_id = create_post(
+    created = submit_post(
         channels=channel,
         parts=texts,
         at=slot.at,
         zone=slot.zone,
         not_before=parse_embargo(not_before, zone, fold),
         needs_approval=needs_approval,
+        channel_texts=parse_channel_texts(channel_text or []),
+        draft=draft,
+        idempotency_key=idempotency_key,
     )
-    sys.stdout.write(f"{post_id}\n")
+    if created.existed:
+        Console(stderr=True).print(
+            f"post {created.post_id} already existed (idempotency key {idempotency_key!r}); nothing new was made",
+            highlight=False,
+            markup=False,
+        )
+    sys.stdout.write(f"{created.post_id}\n")
 
 
 @post_app.command("show")
@@ -278,6 +297,7 @@ def sandbox_serve(
 
 
 cli_watch.register(app)
+cli_editing.register(post_app)
 
 
 def main() -> None:

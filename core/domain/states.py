@@ -207,7 +207,8 @@ DELIVERY_TRANSITIONS: dict[DeliveryStatus, frozenset[DeliveryStatus]] = {
     _D.SENDING: frozenset({_D.PUBLISHED, _D.RETRY_WAIT, _D.FAILED, _D.HELD, _D.SENDING}),
     _D.RETRY_WAIT: frozenset({_D.SENDING, _D.HELD, _D.CANCELLED, _D.FAILED, _D.PENDING, _D.RETRY_WAIT}),
     _D.HELD: frozenset({_D.PENDING, _D.CANCELLED, _D.PUBLISHED, _D.HELD}),
-    _D.FAILED: frozenset({_D.PENDING}),
+    # Back to pending by a retry; cancelled when its channel is taken off the post.
+    _D.FAILED: frozenset({_D.PENDING, _D.CANCELLED}),
     _D.PUBLISHED: frozenset(),
     _D.CANCELLED: frozenset(),
 }

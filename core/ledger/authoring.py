@@ -1,18 +1,22 @@
 """Rows people create and change (API, CLI): posts with their deliveries and parts,
-rescheduling, cancelling, approval, lifting holds."""
+idempotency keys of creates, edits and drafts, rescheduling, cancelling, approval,
+lifting holds."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
 from core.ledger.moves import delivery_state, delivery_states, move
-from core.store.models import Approval, Delivery, DeliveryPart, Post
+from core.store.db import insert_unless_present
+from core.store.models import Approval, Attempt, Delivery, DeliveryPart, IdempotencyKey, Post
 
 
 def insert_post(
@@ -26,14 +30,19 @@ def insert_post(
     not_before: datetime | None,
     approval: Approval,
     now: datetime,
+    own_parts: Mapping[int, list[dict[str, Any]]] | None = None,
+    channel_texts: dict[str, list[str]] | None = None,
+    draft: bool = False,
 ) -> Post:
-    """A new scheduled post with one pending delivery per channel and its parts."""
+    """A new scheduled post (or a draft, never armed) with one pending delivery per channel
+    and its parts: the channel's ``own_parts`` where it has text of its own, else ``parts``."""
     post = Post(
         account_id=account_id,
-        status=PostStatus.SCHEDULED,
+        status=PostStatus.DRAFT if draft else PostStatus.SCHEDULED,
         scheduled_at=scheduled_at,
         zone=zone,
         parts=parts,
+        channel_texts=channel_texts,
         not_before=not_before,
         approval=approval,
         created_at=now,
@@ -42,13 +51,17 @@ def insert_post(
     s.add(post)
     for channel_id in channel_ids:
         delivery = Delivery(channel_id=channel_id, status=DeliveryStatus.PENDING)
-        delivery.parts = [
-            DeliveryPart(idx=i, text=p["text"], media=list(p.get("media", [])), state=PartState.UNSENT)
-            for i, p in enumerate(parts)
-        ]
+        delivery.parts = _part_rows((own_parts or {}).get(channel_id, parts))
         post.deliveries.append(delivery)
     s.flush()
     return post
+
+
+def _part_rows(parts: list[dict[str, Any]], start: int = 0) -> list[DeliveryPart]:
+    return [
+        DeliveryPart(idx=i, text=p["text"], media=list(p.get("media", [])), state=PartState.UNSENT)
+        for i, p in enumerate(parts[start:], start)
+    ]
 
 
 def _post_for_change(s: Session, post_id: int) -> Post:
@@ -121,3 +134,188 @@ def lift_holds(
         post.status = summarize(delivery_states(s, pid), claimed=post.fence > 0)
         post.updated_at = now
     return sorted(touched)
+
+
+def take_idempotency_key(
+    s: Session, account_id: int, key: str, request: dict[str, Any], now: datetime
+) -> IdempotencyKey | None:
+    """Take ``key`` for a create, or return its first use.
+
+    ``ON CONFLICT DO NOTHING`` on the unique (account, key) index: a second create with
+    the key waits for the first one's transaction and, once it committed, finds its row.
+
+    Returns:
+        None when this create took the key (bind the post with :func:`bind_idempotency_key`
+        in the same transaction); else the row of the create that took it first.
+    """
+    table = IdempotencyKey.__table__
+    taken = s.execute(
+        insert_unless_present(s, table)
+        .values(account_id=account_id, key=key, request=request, created_at=now)
+        .returning(IdempotencyKey.id)
+    ).scalar()
+    if taken is not None:
+        return None
+    return s.execute(
+        select(IdempotencyKey).where(IdempotencyKey.account_id == account_id, IdempotencyKey.key == key)
+    ).scalar_one()
+
+
+def bind_idempotency_key(s: Session, account_id: int, key: str, post_id: int) -> None:
+    """The post a create that took ``key`` made."""
+    s.execute(
+        update(IdempotencyKey)
+        .where(IdempotencyKey.account_id == account_id, IdempotencyKey.key == key)
+        .values(post_id=post_id)
+    )
+
+
+def post_for_edit(s: Session, post_id: int) -> Post:
+    """The post, locked for an edit, when an edit may change it at all.
+
+    Raises:
+        NotFound: no such post.
+        Conflict: the post is cancelled, or an attempt of it is in flight or in doubt (a
+            part ``sending``: the platform may have its copy, and an edit would change the
+            key a resend or a read-back looks for).
+    """
+    post = _post_for_change(s, post_id)
+    if post.status is PostStatus.CANCELLED:
+        raise Conflict(f"post {post_id} is cancelled and cannot be edited; create a new post with `herald post create`")
+    for d in post.deliveries:
+        name = d.channel.name
+        if d.status is DeliveryStatus.SENDING:
+            raise Conflict(
+                f"post {post_id} is being sent to {name} right now; wait for the attempt to end "
+                f"(`herald post show {post_id}`), then edit"
+            )
+        doubt = next((p for p in d.parts if p.state is PartState.SENDING), None)
+        if doubt is not None:
+            raise Conflict(
+                f"post {post_id} has an attempt in doubt on {name} (part {doubt.idx + 1} is 'sending': it may be on "
+                f"the platform); resolve it first: `herald post resolve {post_id} --channel {name} landed --url URL` "
+                f"if it is there, else `herald post resolve {post_id} --channel {name} send-again`; then edit"
+            )
+    return post
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What an edit leaves a post with."""
+
+    #: The authoring copy.
+    parts: list[dict[str, Any]]
+    #: The post's per-channel text, as the row stores it (channel id → texts), or None.
+    channel_texts: dict[str, list[str]] | None
+    #: Every channel the post goes to after the edit (by id) → the parts its delivery gets.
+    deliveries: Mapping[int, list[dict[str, Any]]]
+    scheduled_at: datetime
+    zone: str
+
+
+@dataclass(frozen=True)
+class Revised:
+    """What :func:`revise_post` did, by channel id."""
+
+    revision: int
+    status: PostStatus
+    added: tuple[int, ...]
+    #: Channels taken off whose delivery had never been tried: gone, as if never chosen.
+    removed: tuple[int, ...]
+    #: Channels taken off whose delivery had been tried: cancelled, its attempts kept.
+    cancelled: tuple[int, ...]
+
+
+def revise_post(s: Session, post: Post, revision: Revision, now: datetime) -> Revised:
+    """Store a new revision of a post locked by :func:`post_for_edit`.
+
+    The revision goes up, so every key computed from now on differs from every earlier
+    one (§4, §13). A delivery's published parts are left as they are (they are what the
+    platform has); the rest are written afresh, with no key. Channels taken off go away
+    when their delivery was never tried (no attempt row: nothing about it ever left
+    herald, and a cancelled row would make the post read "partly published" once the rest
+    is out); a tried one is cancelled, so the timeline keeps its attempts. A draft stays
+    a draft.
+
+    Raises:
+        Conflict: a channel taken off has parts on its platform, one added was cancelled on
+            this post before, or a thread part-way out would have no part left to send.
+    """
+    post.revision += 1
+    post.parts = revision.parts
+    post.channel_texts = revision.channel_texts
+    post.scheduled_at = revision.scheduled_at
+    post.zone = revision.zone
+    post.updated_at = now
+    removed: list[int] = []
+    cancelled: list[int] = []
+    by_channel = {d.channel_id: d for d in post.deliveries}
+    for channel_id, d in by_channel.items():
+        landed = sum(p.state is PartState.PUBLISHED for p in d.parts)
+        wanted = revision.deliveries.get(channel_id)
+        if wanted is None:
+            if d.status is DeliveryStatus.CANCELLED:
+                continue
+            if landed:
+                raise Conflict(
+                    f"post {post.id} has published on {d.channel.name}, so that channel cannot be taken off "
+                    f"(its copy stays on the record): keep {d.channel.name} among the --channel options"
+                )
+            if _tried(s, d):
+                move(d, DeliveryStatus.CANCELLED)
+                cancelled.append(channel_id)
+            else:
+                s.execute(delete(DeliveryPart).where(DeliveryPart.delivery_id == d.id))
+                s.execute(delete(Delivery).where(Delivery.id == d.id))
+                removed.append(channel_id)
+        elif d.status is DeliveryStatus.CANCELLED:
+            raise Conflict(
+                f"channel {d.channel.name} was cancelled on post {post.id} and cannot be added back; "
+                f"make a new post with `herald post create`, or edit with --republish"
+            )
+        elif d.status is not DeliveryStatus.PUBLISHED:
+            if len(wanted) <= landed:
+                raise Conflict(
+                    f"{d.channel.name} has {landed} part(s) of post {post.id} published already; the corrected "
+                    f"thread must have more than {landed} part(s) for it (the rest is sent from part {landed + 1})"
+                )
+            s.execute(delete(DeliveryPart).where(DeliveryPart.delivery_id == d.id, DeliveryPart.idx >= landed))
+            for part in _part_rows(wanted, landed):
+                part.delivery_id = d.id
+                s.add(part)
+    added = [channel_id for channel_id in revision.deliveries if channel_id not in by_channel]
+    for channel_id in added:
+        delivery = Delivery(post_id=post.id, channel_id=channel_id, status=DeliveryStatus.PENDING)
+        delivery.parts = _part_rows(revision.deliveries[channel_id])
+        s.add(delivery)
+    s.flush()
+    s.expire(post, ["deliveries"])
+    for d in post.deliveries:
+        s.expire(d, ["parts"])
+    if post.status is not PostStatus.DRAFT:
+        post.status = summarize((delivery_state(d) for d in post.deliveries), claimed=post.fence > 0)
+    return Revised(post.revision, post.status, tuple(added), tuple(removed), tuple(cancelled))
+
+
+def _tried(s: Session, delivery: Delivery) -> bool:
+    return s.execute(select(Attempt.id).where(Attempt.delivery_id == delivery.id).limit(1)).first() is not None
+
+
+def schedule_draft(s: Session, post_id: int, at: datetime | None, zone: str | None, now: datetime) -> Post:
+    """Turn a draft into a scheduled post: at ``at``, else at its own slot, or now if that passed.
+
+    Raises:
+        NotFound: no such post.
+        Conflict: the post is not a draft.
+    """
+    post = _post_for_change(s, post_id)
+    if post.status is not PostStatus.DRAFT:
+        raise Conflict(
+            f"post {post_id} is {post.status}, not a draft: only a draft (`herald post create --draft`) is "
+            f"scheduled this way; a post that has not started publishing moves with `herald post reschedule`"
+        )
+    post.scheduled_at = at or max(post.scheduled_at, now)
+    post.zone = zone or post.zone
+    post.status = summarize(delivery_states(s, post_id), claimed=post.fence > 0)
+    post.updated_at = now
+    return post

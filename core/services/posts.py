@@ -6,6 +6,7 @@ no threads, or a part longer than the platform allows, is refused with a clear e
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,12 +15,14 @@ from sqlalchemy import select
 from core import ledger
 from core.domain.errors import NotFound, UserError
 from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason
-from core.plugins import manager as plugins
+from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
+from core.services import idempotency
+from core.services.content import Content, checked_texts, place
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
-from core.store.models import Account, Approval, Attempt, Channel, Delivery, DeliveryPart, Post
+from core.store.models import Account, Approval, Attempt, Delivery, DeliveryPart, Post
 from threads.progress import progress
 
 
@@ -96,6 +99,16 @@ def _now() -> datetime:
     return DatabaseClock(db.engine()).now()
 
 
+@dataclass(frozen=True)
+class Created:
+    """What a create did."""
+
+    post_id: int
+    #: True when an idempotency key named a post made earlier with the same content:
+    #: that post's id is the answer, and nothing new was made.
+    existed: bool
+
+
 def create_post(
     *,
     channels: list[str],
@@ -104,8 +117,37 @@ def create_post(
     zone: str = "UTC",
     not_before: datetime | None = None,
     needs_approval: bool = False,
+    channel_texts: Mapping[str, Sequence[str]] | None = None,
+    draft: bool = False,
+    idempotency_key: str | None = None,
 ) -> int:
-    """Create a post on ``channels`` and arm it. Returns its id.
+    """Create a post on ``channels`` and arm it. Returns its id (see :func:`submit_post`)."""
+    return submit_post(
+        channels=channels,
+        parts=parts,
+        at=at,
+        zone=zone,
+        not_before=not_before,
+        needs_approval=needs_approval,
+        channel_texts=channel_texts,
+        draft=draft,
+        idempotency_key=idempotency_key,
+    ).post_id
+
+
+def submit_post(
+    *,
+    channels: list[str],
+    parts: list[str],
+    at: datetime | None = None,
+    zone: str = "UTC",
+    not_before: datetime | None = None,
+    needs_approval: bool = False,
+    channel_texts: Mapping[str, Sequence[str]] | None = None,
+    draft: bool = False,
+    idempotency_key: str | None = None,
+) -> Created:
+    """Create a post on ``channels`` and arm it (a draft is never armed).
 
     Args:
         channels: channel names, at least one.
@@ -114,51 +156,59 @@ def create_post(
         zone: the IANA zone to show the slot in.
         not_before: an embargo the platform must not see the post before.
         needs_approval: hold the post until someone approves it.
+        channel_texts: channel name → the text of each of its own parts, for a channel that
+            does not take ``parts`` (a one-part version of a thread, a shorter text).
+        draft: make a draft: never armed until `herald post schedule`.
+        idempotency_key: the same key with the same content answers with the post made
+            the first time; scoped to the channels' account.
 
     Raises:
-        UserError: no channels or parts, an unknown channel, or content the platform refuses.
+        UserError: no channels or parts, per-channel text for a channel not named, or
+            content a channel's platform refuses.
+        NotFound: an unknown channel.
+        Conflict: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
     texts = [p for p in parts if p.strip()]
     if not texts:
         raise UserError("the post has no text: give --text or --part")
+    content = Content(
+        channels=tuple(dict.fromkeys(channels)),
+        parts=tuple(texts),
+        channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
+    )
+    key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
     with db.transaction() as s:
         now = _now()
-        found = {c.name: c for c in s.execute(select(Channel).where(Channel.name.in_(channels))).scalars()}
-        missing = [n for n in channels if n not in found]
-        if missing:
-            raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
-        for name in channels:
-            _check_fits(found[name], texts)
-        accounts = {c.account_id for c in found.values()}
-        if len(accounts) != 1:
-            raise UserError("all channels of one post must belong to the same account")
+        placed = place(s, content)
+        if key is not None:
+            request = idempotency.request_of(
+                content, at=at, zone=zone, not_before=not_before, needs_approval=needs_approval, draft=draft
+            )
+            first = take_idempotency_key(s, placed.account_id, key, request, now)
+            if first is not None:
+                return Created(idempotency.replayed(first, request), existed=True)
         post = ledger.insert_post(
             s,
-            account_id=accounts.pop(),
-            channel_ids=[found[n].id for n in dict.fromkeys(channels)],
-            parts=[{"text": t, "media": []} for t in texts],
+            account_id=placed.account_id,
+            channel_ids=placed.channel_ids,
+            parts=placed.parts,
             scheduled_at=at or now,
             zone=zone,
             not_before=not_before,
             approval=Approval.PENDING if needs_approval else Approval.NOT_REQUIRED,
             now=now,
+            own_parts=placed.deliveries,
+            channel_texts=placed.channel_texts,
+            draft=draft,
         )
+        if key is not None:
+            bind_idempotency_key(s, placed.account_id, key, post.id)
         post_id = post.id
-    arm(post_id)
-    return post_id
-
-
-def _check_fits(channel: Channel, texts: list[str]) -> None:
-    limits = plugins.adapter(channel.platform).limits
-    if len(texts) > 1 and not limits.threads:
-        raise UserError(f"channel {channel.name} ({channel.platform}) does not support threads: give one part")
-    for i, text in enumerate(texts, 1):
-        if len(text) > limits.max_chars:
-            raise UserError(
-                f"part {i} has {len(text)} characters; {channel.platform} allows {limits.max_chars}. Shorten it."
-            )
+    if not draft:
+        arm(post_id)
+    return Created(post_id, existed=False)
 
 
 def reschedule_post(post_id: int, at: datetime, zone: str = "UTC") -> None:

@@ -99,6 +99,9 @@ class Post(Base):
     revision: Mapped[int] = mapped_column(default=1)
     #: The authoring copy: a list of {"text": ..., "media": [...]}.
     parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    #: Per-channel text, for the channels that do not take the authoring copy: channel id
+    #: (as a string) → the text of each of its parts. None when every channel takes ``parts``.
+    channel_texts: Mapped[dict[str, list[str]] | None] = mapped_column(JSON)
     #: Embargo: a hard floor the platform must not see the post before.
     not_before: Mapped[datetime | None]
     approval: Mapped[Approval] = mapped_column(_enum(Approval), default=Approval.NOT_REQUIRED)
@@ -171,6 +174,26 @@ class Publication(Base):
     revision: Mapped[int]
     platform_id: Mapped[str] = mapped_column(String(200))
     url: Mapped[str] = mapped_column(String(500))
+    created_at: Mapped[datetime]
+
+
+class IdempotencyKey(Base):
+    """A create made with an idempotency key: the request, and the post it made.
+
+    The unique index over (account, key) is the promise: two creates with one key,
+    however concurrent, make one post.
+    """
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("account_id", "key", name="uq_idempotency_keys_account_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
+    key: Mapped[str] = mapped_column(String(200))
+    #: What was asked for, in the canonical form a repeat is compared with.
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: Set in the transaction that took the key, so nobody else ever sees it empty.
+    post_id: Mapped[int | None] = mapped_column(ForeignKey("posts.id"))
     created_at: Mapped[datetime]
 
 

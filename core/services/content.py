@@ -1,0 +1,177 @@
+"""What a post says and where it goes, checked the same way at create and at edit.
+
+A post has an authoring copy (its parts) and, for any of its channels, text of its own
+(a one-part version of a thread, a shorter text for a platform with a lower limit). Each
+channel's limits are checked against the text that channel will get, when the post is
+written, never at publish time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.domain.errors import NotFound, UserError
+from core.plugins import manager as plugins
+from core.store.models import Channel
+
+
+@dataclass(frozen=True)
+class Content:
+    """A post's text and channels, as a create asks for them or an edit leaves them."""
+
+    #: Channel names, each once, in the order given.
+    channels: tuple[str, ...]
+    #: The authoring copy: the text of each part.
+    parts: tuple[str, ...]
+    #: Channel name → the text of each of its parts, for channels that do not take ``parts``.
+    channel_texts: Mapping[str, tuple[str, ...]]
+
+    def texts_for(self, channel: str) -> tuple[str, ...]:
+        """The text of each part ``channel`` gets."""
+        return self.channel_texts.get(channel) or self.parts
+
+
+def parse_channel_texts(items: Sequence[str], *, resets: bool = False) -> dict[str, tuple[str, ...]]:
+    """``--channel-text NAME=TEXT`` options; repeating a name gives that channel's parts in order.
+
+    Args:
+        resets: let ``NAME=`` (nothing after ``=``) put the channel back on the post's own
+            text (an edit); it maps to an empty tuple.
+
+    Raises:
+        UserError: an item without ``=`` or a name, or with no text where no reset is allowed.
+    """
+    texts: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UserError(f"--channel-text {item!r}: write NAME=TEXT, e.g. --channel-text x1='a shorter text'")
+        if not text.strip() and not (resets and not text):
+            raise UserError(f"--channel-text {item!r} has no text: write the text after '='")
+        texts.setdefault(name, []).append(text)
+    parsed = {}
+    for name, parts in texts.items():
+        if "" in parts and len(parts) > 1:
+            raise UserError(f"--channel-text {name}= puts {name} back on the post's text: give it no other text")
+        parsed[name] = tuple(p for p in parts if p)
+    return parsed
+
+
+def checked_texts(texts: Iterable[str], what: str) -> tuple[str, ...]:
+    """``texts`` with none of them blank.
+
+    Raises:
+        UserError: no text at all, or a blank part.
+    """
+    given = tuple(texts)
+    if not given:
+        raise UserError(f"{what} has no text: give --text or --part")
+    for i, text in enumerate(given, 1):
+        if not text.strip():
+            raise UserError(f"part {i} of {what} is empty: give it some text, or leave the part out")
+    return given
+
+
+def checked_channels(s: Session, content: Content) -> tuple[int, dict[str, Channel]]:
+    """The account the content's channels belong to, and the channels by name, after every check.
+
+    Raises:
+        UserError: no channels, per-channel text for a channel the post does not go to,
+            channels of different accounts, or text a channel's platform refuses.
+        NotFound: an unknown channel.
+    """
+    if not content.channels:
+        raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
+    strays = [name for name in content.channel_texts if name not in content.channels]
+    if strays:
+        raise UserError(
+            f"--channel-text names {', '.join(strays)}, which the post does not go to "
+            f"(its channels: {', '.join(content.channels)}); add it with --channel, or drop its --channel-text"
+        )
+    found = {c.name: c for c in s.execute(select(Channel).where(Channel.name.in_(content.channels))).scalars()}
+    missing = [n for n in content.channels if n not in found]
+    if missing:
+        raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
+    for name in content.channels:
+        check_fits(found[name], content.texts_for(name))
+    accounts = {c.account_id for c in found.values()}
+    if len(accounts) != 1:
+        raise UserError(
+            "all channels of one post must belong to the same account; `herald channel list` shows their accounts"
+        )
+    return accounts.pop(), found
+
+
+def check_fits(channel: Channel, texts: Sequence[str]) -> None:
+    """Refuse text ``channel``'s platform would refuse: a thread where it has none, a part too long.
+
+    Raises:
+        UserError: the text does not fit.
+    """
+    limits = plugins.adapter(channel.platform).limits
+    if len(texts) > 1 and not limits.threads:
+        raise UserError(
+            f"channel {channel.name} ({channel.platform}) does not support threads: give one part, "
+            f"or give that channel a one-part text of its own with --channel-text {channel.name}=TEXT"
+        )
+    for i, text in enumerate(texts, 1):
+        if len(text) > limits.max_chars:
+            raise UserError(
+                f"part {i} for {channel.name} has {len(text)} characters; {channel.platform} allows "
+                f"{limits.max_chars}. Shorten it (or give {channel.name} its own with --channel-text)."
+            )
+
+
+def part_rows(texts: Sequence[str], media_from: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Parts as the rows store them; each keeps the attachments of the part at its index in
+    ``media_from`` (the authoring copy it replaces)."""
+    return [
+        {"text": text, "media": list(media_from[i].get("media", [])) if i < len(media_from) else []}
+        for i, text in enumerate(texts)
+    ]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Content checked against its channels, in the form the rows store it."""
+
+    account_id: int
+    #: The channels' ids, in the order named.
+    channel_ids: list[int]
+    #: The authoring copy.
+    parts: list[dict[str, Any]]
+    #: Channel id → the parts its delivery gets: its own text where it has one, else ``parts``.
+    deliveries: dict[int, list[dict[str, Any]]]
+    #: The per-channel text as the post's row stores it (channel id → texts), or None.
+    channel_texts: dict[str, list[str]] | None
+    #: Channel id → name, for answers that name them.
+    names: dict[int, str]
+
+
+def place(s: Session, content: Content, media_from: Sequence[Mapping[str, Any]] = ()) -> Placed:
+    """``content`` checked (:func:`checked_channels`) and laid out as the rows store it.
+
+    Args:
+        media_from: the authoring copy being replaced, whose parts' attachments are kept.
+    """
+    account_id, found = checked_channels(s, content)
+    authoring = part_rows(content.parts, media_from)
+    return Placed(
+        account_id=account_id,
+        channel_ids=[found[name].id for name in content.channels],
+        parts=authoring,
+        deliveries={
+            found[name].id: part_rows(content.channel_texts[name], authoring)
+            if name in content.channel_texts
+            else [dict(p) for p in authoring]
+            for name in content.channels
+        },
+        channel_texts={str(found[name].id): list(texts) for name, texts in content.channel_texts.items()} or None,
+        names={c.id: c.name for c in found.values()},
+    )
