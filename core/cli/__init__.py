@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
+from core.cli import find as cli_find
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
 from core.domain.errors import HeraldError, UserError
@@ -145,8 +146,9 @@ def post_create(
 
 @post_app.command("show")
 def post_show(post_id: int, as_json: JsonOpt = False) -> None:
-    """Show a post: its status, each delivery's status, reason, platform id and url, attempts;
-    for a thread, how far it got on each channel and every part's state and platform id."""
+    """Show a post: the text of every part, its status, each delivery's status, reason,
+    platform id and url, when a waiting one tries next and a channel's own text where it
+    differs, attempts; for a thread, how far it got on each channel and every part's state."""
     from core.services.posts import show_post
 
     post = show_post(post_id)
@@ -154,6 +156,8 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
         print_json(post)
         return
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
+    for i, text in enumerate(post.texts, 1):
+        out.print(f"part {i}/{len(post.texts)}: {text}", highlight=False, markup=False)
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
     for d in post.deliveries:
         table.add_row(
@@ -167,6 +171,11 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
             out.print(f"{d.channel}: [bold]{d.reason}[/]: {d.explanation} {d.action}", highlight=False)
         if d.detail:
             out.print(f"{d.channel}: {d.detail}", highlight=False, markup=False)
+        if d.next_attempt_at:
+            out.print(f"{d.channel}: next attempt at {shown(d.next_attempt_at)}", highlight=False)
+        for p in d.parts:
+            if p.text is not None:
+                out.print(f"{d.channel}: part {p.index + 1} reads: {p.text}", highlight=False, markup=False)
     for d in post.deliveries:
         if len(d.parts) < 2:
             continue
@@ -278,6 +287,7 @@ def sandbox_serve(
 
 
 cli_watch.register(app)
+cli_find.register(post_app)
 
 
 def main() -> None:
