@@ -77,6 +77,13 @@ def _rows(runs: list[dict[str, Any]]) -> list[str]:
                     f"tick {_f(r['small_tick_ms'], 1)} ms on {r['small_posts']:,} posts | {_f(r['ratio'])} | ≤ 2 | "
                     f"{_verdict(r['pass'])} |"
                 )
+            elif name == "post_list":
+                w = r["week"]
+                rows.append(
+                    f"| post list | {b} | this week's page {_f(w['large_ms'], 1)} ms on {r['large_posts']:,} posts "
+                    f"({w['large_rows']} rows) | {_f(w['small_ms'], 1)} ms on {r['small_posts']:,} posts "
+                    f"({w['small_rows']} rows) | {_f(r['ratio'])} | ≤ 2 | {_verdict(r['pass'])} |"
+                )
             elif name == "memory":
                 rows.append(
                     f"| memory | {b} | worker peak RSS {_f(r['peak_mb'], 0)} MB after {r['publishes']:,} publishes | "
@@ -147,6 +154,18 @@ def _details(runs: list[dict[str, Any]]) -> list[str]:
                     f"* {r['backend']}: median of {r['ticks']} alternating ticks; fastest "
                     f"{_f(r['large_tick_ms_min'], 1)} ms (large) and {_f(r['small_tick_ms_min'], 1)} ms (small); "
                     f"bulk load of the large table {r['load_seconds']['large']:.0f} s."
+                )
+            elif run["name"] == "post_list":
+                w = r["week"]
+                others = "; ".join(
+                    f"{what} {_f(i['large_ms'], 1)} ms ({i['large_rows']} rows) vs {_f(i['small_ms'], 1)} ms "
+                    f"({i['small_rows']} rows), {_f(i['ratio'])}"
+                    for what, i in r["informative"].items()
+                )
+                out.append(
+                    f"* {r['backend']}: median of {r['runs']} alternating pages; fastest {_f(w['large_ms_min'], 1)} ms "
+                    f"(large) and {_f(w['small_ms_min'], 1)} ms (small); bulk load of the large table "
+                    f"{r['load_seconds']['large']:.0f} s. For information, in the same week: {others}."
                 )
             elif run["name"] == "memory":
                 out.append(

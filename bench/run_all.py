@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "fanout": ([], ["--posts", "20", "--rounds", "1"]),
     "lateness": ([], ["--backend", "sqlite", "--baseline-backend", "none"]),
     "reconciler_scale": ([], ["--large", "100000", "--ticks", "5"]),
+    "post_list": ([], ["--large", "100000", "--runs", "5"]),
     "memory": ([], ["--publishes", "1000"]),
 }
 

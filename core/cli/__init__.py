@@ -14,13 +14,14 @@ from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
 from core.cli import editing as cli_editing
+from core.cli import find as cli_find
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
 from core.domain.errors import HeraldError, UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Schedule a post once; herald publishes it.")
 channel_app = typer.Typer(no_args_is_help=True, help="Channels: where posts go.")
-post_app = typer.Typer(no_args_is_help=True, help="Posts: create, show, edit, schedule, move, cancel, approve.")
+post_app = typer.Typer(no_args_is_help=True, help="Posts: create, list, show, edit, schedule, move, cancel, approve.")
 sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
 app.add_typer(channel_app, name="channel")
@@ -164,8 +165,9 @@ def post_create(
 
 @post_app.command("show")
 def post_show(post_id: int, as_json: JsonOpt = False) -> None:
-    """Show a post: its status, each delivery's status, reason, platform id and url, attempts;
-    for a thread, how far it got on each channel and every part's state and platform id."""
+    """Show a post: the text of every part, its status, each delivery's status, reason,
+    platform id and url, when a waiting one tries next and a channel's own text where it
+    differs, attempts; for a thread, how far it got on each channel and every part's state."""
     from core.services.posts import show_post
 
     post = show_post(post_id)
@@ -173,6 +175,8 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
         print_json(post)
         return
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
+    for i, text in enumerate(post.texts, 1):
+        out.print(f"part {i}/{len(post.texts)}: {text}", highlight=False, markup=False)
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
     for d in post.deliveries:
         table.add_row(
@@ -186,6 +190,11 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
             out.print(f"{d.channel}: [bold]{d.reason}[/]: {d.explanation} {d.action}", highlight=False)
         if d.detail:
             out.print(f"{d.channel}: {d.detail}", highlight=False, markup=False)
+        if d.next_attempt_at:
+            out.print(f"{d.channel}: next attempt at {shown(d.next_attempt_at)}", highlight=False)
+        for p in d.parts:
+            if p.text is not None:
+                out.print(f"{d.channel}: part {p.index + 1} reads: {p.text}", highlight=False, markup=False)
     for d in post.deliveries:
         if len(d.parts) < 2:
             continue
@@ -298,6 +307,7 @@ def sandbox_serve(
 
 cli_watch.register(app)
 cli_editing.register(post_app)
+cli_find.register(post_app)
 
 
 def main() -> None:

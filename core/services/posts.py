@@ -32,6 +32,9 @@ class PartView:
 
     #: 0 for the first part of a thread.
     index: int
+    #: This channel's text for the part where it differs from the post's (a per-channel
+    #: text); None where the channel sends the post's own text.
+    text: str | None
     state: PartState
     key: str | None
     platform_id: str | None
@@ -91,6 +94,9 @@ class PostView:
     revision: int
     not_before: datetime | None
     approval: Approval
+    #: The text of every part, in order: the post's own copy (a channel may differ, see
+    #: ``PartView.text``).
+    texts: tuple[str, ...]
     deliveries: tuple[DeliveryView, ...]
     attempts: tuple[AttemptView, ...]
 
@@ -256,6 +262,7 @@ def show_post(post_id: int) -> PostView:
         attempts = s.execute(select(Attempt).where(Attempt.post_id == post_id).order_by(Attempt.id)).scalars().all()
         account = s.get_one(Account, post.account_id)
         tz = post.zone
+        texts = post_texts(post)
         return PostView(
             id=post.id,
             status=post.status,
@@ -265,7 +272,8 @@ def show_post(post_id: int) -> PostView:
             revision=post.revision,
             not_before=maybe_shown_in(post.not_before, tz),
             approval=post.approval,
-            deliveries=tuple(_delivery_view(d, tz) for d in post.deliveries),
+            texts=texts,
+            deliveries=tuple(_delivery_view(d, tz, texts) for d in post.deliveries),
             attempts=tuple(
                 AttemptView(
                     delivery=a.delivery_id,
@@ -282,10 +290,18 @@ def show_post(post_id: int) -> PostView:
         )
 
 
-def part_view(part: DeliveryPart, tz: str) -> PartView:
-    """One part of a delivery as `post show` and `timeline` show it."""
+def post_texts(post: Post) -> tuple[str, ...]:
+    """The text of each of the post's parts (its authoring copy)."""
+    return tuple(str(p.get("text", "")) for p in post.parts)
+
+
+def part_view(part: DeliveryPart, tz: str, texts: tuple[str, ...]) -> PartView:
+    """One part of a delivery as `post show` and `timeline` show it; ``texts`` are the
+    post's own (:func:`post_texts`), so the part's text is shown only where it differs."""
+    authored = texts[part.idx] if part.idx < len(texts) else None
     return PartView(
         index=part.idx,
+        text=None if part.text == authored else part.text,
         state=part.state,
         key=part.key,
         platform_id=part.platform_id,
@@ -294,7 +310,7 @@ def part_view(part: DeliveryPart, tz: str) -> PartView:
     )
 
 
-def _delivery_view(d: Delivery, tz: str) -> DeliveryView:
+def _delivery_view(d: Delivery, tz: str, texts: tuple[str, ...]) -> DeliveryView:
     # A retry's or an embargo's time only means something while the delivery waits for it.
     waiting = d.status in (DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING)
     return DeliveryView(
@@ -311,5 +327,5 @@ def _delivery_view(d: Delivery, tz: str) -> DeliveryView:
         progress=str(progress(p.state for p in d.parts)),
         platform_id=d.parts[0].platform_id if d.parts else None,
         url=d.parts[0].url if d.parts else None,
-        parts=tuple(part_view(p, tz) for p in d.parts),
+        parts=tuple(part_view(p, tz, texts) for p in d.parts),
     )

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from core.domain.errors import NotFound
 from core.domain.states import DeliveryStatus, PostStatus
-from core.services.posts import PartView, part_view
+from core.services.posts import PartView, part_view, post_texts
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
 from core.store.models import Attempt, Post
@@ -91,7 +91,7 @@ def timeline(post_id: int) -> Timeline:
                     slot_to_claimed=_gap(post.scheduled_at, d.claimed_at),
                     claimed_to_confirmed=_gap(d.claimed_at, d.confirmed_at),
                     confirmed_to_first_seen=_gap(d.confirmed_at, d.first_seen_at),
-                    parts=tuple(part_view(p, tz) for p in d.parts),
+                    parts=tuple(part_view(p, tz, post_texts(post)) for p in d.parts),
                     attempts=tuple(
                         TimelineAttempt(
                             part=a.part_idx,

@@ -87,10 +87,14 @@ class Post(Base):
     __table_args__ = (
         Index("ix_posts_status_scheduled_at", "status", "scheduled_at"),
         Index("ix_posts_lease_expires_at", "lease_expires_at"),
+        # `post list` pages in (slot, id) order: a page seeks to its cursor and reads on,
+        # whatever the table's size; per account too (it also serves the account's lookups).
+        Index("ix_posts_scheduled_at_id", "scheduled_at", "id"),
+        Index("ix_posts_account_id_scheduled_at_id", "account_id", "scheduled_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
     status: Mapped[PostStatus] = mapped_column(_enum(PostStatus))
     #: The slot, as a UTC instant.
     scheduled_at: Mapped[datetime]
@@ -122,6 +126,8 @@ class Delivery(Base):
         Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
         # The reconciler's read-back sweep looks at recent confirmations only.
         Index("ix_deliveries_confirmed_at", "confirmed_at"),
+        # `post list --needs-attention` asks of each post whether a delivery is held or failed.
+        Index("ix_deliveries_post_id_status", "post_id", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -79,7 +79,7 @@ def test_channel_add_post_create_worker_and_post_show(herald: Settings, sandbox_
         (["post", "show", "999"], "no post 999"),
         (["channel", "add", "--platform", "myspace", "--name", "m"], "no enabled adapter 'myspace'"),
         (["channel", "add", "--platform", "sandbox-none", "--name", "m", "--set", "novalue"], "write key=value"),
-        (["post", "list"], "No such command 'list'"),
+        (["post", "publish"], "No such command 'publish'"),
         (["post", "show", "one"], "Invalid value for 'post_id'"),
     ],
 )
