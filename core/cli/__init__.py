@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
+from core.cli import support as cli_support
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
 from core.domain.errors import HeraldError, UserError
@@ -278,6 +279,7 @@ def sandbox_serve(
 
 
 cli_watch.register(app)
+cli_support.register(post_app)
 
 
 def main() -> None:
