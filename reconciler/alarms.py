@@ -73,8 +73,8 @@ def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, 
     return True
 
 
-def resolve_alarm(alarm_id: int, now: datetime) -> None:
-    """Close an open alarm and say so through the hook (once)."""
+def resolve_alarm(alarm_id: int, now: datetime) -> bool:
+    """Close an open alarm and say so through the hook (once). Returns whether it was open."""
     with db.transaction() as s:
         closed = s.execute(
             update(Alarm)
@@ -83,10 +83,11 @@ def resolve_alarm(alarm_id: int, now: datetime) -> None:
             .returning(Alarm.id)
         ).scalar()
         if closed is None:
-            return
+            return False
         alarm = s.get_one(Alarm, alarm_id)
         event = _event(alarm, s.get_one(Channel, alarm.channel_id).name, "resolved")
     notify(event)
+    return True
 
 
 def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""The ``herald`` commands for watching and repairing: reconcile, health, timeline, alarms."""
+"""The ``herald`` commands for watching and repairing: reconcile, health, timeline, alarms
+(and resolving one)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def health(as_json: JsonOpt = False) -> None:
-        """Last reconciler tick, queue depth, oldest unclaimed due slot, open alarms.
-        Exits 1 when unhealthy, for monitoring."""
+        """Last reconciler tick, queue depth, oldest unclaimed due slot, open alarms,
+        the deliveries that need a person (held, failed, in doubt), any emergency stop.
+
+        Exit codes, stable for monitoring:
+        0 healthy;
+        1 unhealthy: herald is not moving as it should (reconciler, sweep, workers, queue, alarms);
+        2 an error (e.g. the database is unreachable);
+        3 herald is moving, but deliveries need a person or an emergency stop is on."""
         from core.services.health import health as read_health
 
         report = read_health()
@@ -44,11 +51,20 @@ def register(app: typer.Typer) -> None:
             out.print(f"queue: {report.queued} queued, {report.scheduled} scheduled")
             out.print(f"oldest unclaimed due slot: {_ago(report.oldest_unclaimed_due_age)}")
             out.print(f"open alarms: {report.open_alarms}")
+            out.print(
+                f"need a person: {report.needs_person} ({report.held} held, {report.failed} failed, "
+                f"{report.in_doubt} in doubt)"
+            )
+            stops = ["everywhere"] if report.emergency_stop else []
+            stops += [f"account {name}" for name in report.stopped_accounts]
+            out.print(f"emergency stop: {'ON ' + ', '.join(stops) if stops else 'off'}")
             for problem in report.problems:
-                out.print(f"[red]unhealthy:[/] {problem}")
+                out.print(f"[red]unhealthy:[/] {problem}", highlight=False)
+            for work in report.attention:
+                out.print(f"[yellow]needs a person:[/] {work}", highlight=False)
             if report.healthy:
                 out.print("[green]healthy[/]")
-        raise typer.Exit(0 if report.healthy else 1)
+        raise typer.Exit(HEALTH_EXIT[report.state])
 
     @app.command()
     def timeline(post_id: int, as_json: JsonOpt = False) -> None:
@@ -85,13 +101,24 @@ def register(app: typer.Typer) -> None:
                     shown(a.error),
                 )
             out.print(log)
+            if d.actions:
+                done = Table("what a person did", "part", "at", "detail")
+                for act in d.actions:
+                    done.add_row(act.action, "" if act.part is None else str(act.part + 1), _at(act.at), act.detail)
+                out.print(done)
 
-    @app.command()
+    alarms_app = typer.Typer(invoke_without_command=True, help="Alarms: missed slots and duplicates.")
+    app.add_typer(alarms_app, name="alarms")
+
+    @alarms_app.callback()
     def alarms(
+        ctx: typer.Context,
         as_json: JsonOpt = False,
         all_: Annotated[bool, typer.Option("--all", help="Include resolved alarms.")] = False,
     ) -> None:
-        """List open alarms (missed slots, duplicates)."""
+        """List open alarms (missed slots, duplicates); `herald alarms resolve ID` resolves one."""
+        if ctx.invoked_subcommand is not None:
+            return
         from core.services.alarms import list_alarms
 
         rows = list_alarms(include_resolved=all_)
@@ -102,6 +129,23 @@ def register(app: typer.Typer) -> None:
         for r in rows:
             table.add_row(str(r.id), r.kind, r.state, str(r.post_id), r.channel, _at(r.slot), r.detail)
         out.print(table)
+
+    @alarms_app.command("resolve")
+    def alarms_resolve(alarm_id: int, as_json: JsonOpt = False) -> None:
+        """Resolve an open alarm (e.g. once the extra copy is deleted).
+        One whose condition still holds (a slot still missed) is raised again by the next tick."""
+        from core.services.alarms import resolve_alarm
+
+        view = resolve_alarm(alarm_id)
+        if as_json:
+            print_json(view)
+            return
+        out.print(f"alarm {view.id} ({view.kind}, post {view.post_id} on {view.channel}) resolved", highlight=False)
+
+
+#: `herald health`'s exit code for each state: stable, for monitoring (2 is every command's
+#: "error:" exit, e.g. no database).
+HEALTH_EXIT = {"healthy": 0, "unhealthy": 1, "needs_person": 3}
 
 
 def _at(instant: datetime | None) -> str:

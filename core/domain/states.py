@@ -112,7 +112,7 @@ class Reason(StrEnum):
 REASONS: dict[Reason, ReasonInfo] = {
     Reason.AUTH_EXPIRED: ReasonInfo(
         "The platform refused the channel's credentials.",
-        "Reconnect the channel, then retry the delivery.",
+        "Reconnect the channel (`herald channel reconnect NAME --set token=...`); its held deliveries go out.",
     ),
     Reason.PERMISSION_DENIED: ReasonInfo(
         "The account may not post here (missing scope or role).",
@@ -137,11 +137,12 @@ REASONS: dict[Reason, ReasonInfo] = {
     ),
     Reason.AMBIGUOUS_OUTCOME: ReasonInfo(
         "An attempt may have reached the platform and herald cannot check it.",
-        "Look on the platform: mark it 'landed' if it is there, else 'send again'.",
+        "Look on the platform: `herald post resolve POST --channel NAME landed --url URL` if it is there, "
+        "else `... send-again`.",
     ),
     Reason.DUPLICATE_SUSPECTED: ReasonInfo(
         "The platform shows more than one copy of this post.",
-        "Delete the extra copy on the platform and resolve the alarm.",
+        "Delete the extra copy on the platform and resolve the alarm (`herald alarms resolve ID`).",
     ),
     Reason.THREAD_PARENT_MISSING: ReasonInfo(
         "The part this one replies to is gone from the platform.",
@@ -195,6 +196,20 @@ ADMISSION_HOLDS = frozenset(
         Reason.APPROVAL_PENDING,
         Reason.MEDIA_NOT_READY,
         Reason.CHANNEL_DISCONNECTED,
+    }
+)
+
+#: Holds that `herald post retry` lifts: those whose action ends in "then retry". A failed
+#: delivery is always retried; any other hold is lifted by the action its reason names
+#: (resolve, approve, resume, reconnect, ...), and retry refuses it with that action.
+RETRY_LIFTS = frozenset(
+    {
+        Reason.PERMISSION_DENIED,
+        Reason.CONTENT_REJECTED,
+        Reason.MEDIA_INVALID,
+        Reason.PLATFORM_UNAVAILABLE,
+        Reason.THREAD_PARENT_MISSING,
+        Reason.ADAPTER_ERROR,
     }
 )
 

@@ -3,7 +3,8 @@
 Every SQL statement that changes them lives in this package, so the rules can be read in
 one place: ``claim`` (the compare-and-set, admission, keys and ``sending``), ``results``
 (every fenced write of an attempt), ``authoring`` (what people do: create, move, cancel,
-approve, lift holds), ``moves`` (what they share). What differs between SQLite and
+approve, lift holds), ``support`` (what support staff do: retry, a reconnect's lift, an
+attempt in doubt resolved, each recorded), ``moves`` (what they share). What differs between SQLite and
 PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
 """
 

@@ -55,6 +55,12 @@ class DeliveryPlan:
     #: Whether that part was already ``sending`` before this claim: an attempt in doubt.
     in_doubt: bool
     attempts: int
+    #: The attempts made before the current budget began (a person's retry): backoff and
+    #: ``max_attempts`` count ``attempts - budget_start``.
+    budget_start: int = 0
+    #: Whether this attempt sends despite the doubt, a person having accepted a second
+    #: copy (``post resolve ... send-again``): true for exactly one attempt.
+    resend_accepted: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,8 @@ class _DeliveryRow:
     status: DeliveryStatus
     next_attempt_at: datetime | None
     attempts: int
+    budget_start: int
+    resend_attempt: int | None
     platform: str
     settings: dict[str, Any]
     connected: bool
@@ -298,6 +306,8 @@ def _plan(
                 url=p.url,
             )
         )
+    # An attempt whose answer was lost made no call: it does not count.
+    attempts = delivery.attempts + (0 if recovered else 1)
     return DeliveryPlan(
         delivery_id=delivery.id,
         channel_id=delivery.channel_id,
@@ -306,8 +316,11 @@ def _plan(
         parts=tuple(parts),
         start=start,
         in_doubt=in_doubt,
-        # An attempt whose answer was lost made no call: it does not count.
-        attempts=delivery.attempts + (0 if recovered else 1),
+        attempts=attempts,
+        budget_start=delivery.budget_start,
+        # The accepted resend is one numbered attempt: a later one (this one fenced out,
+        # or in doubt in its turn) settles the doubt by the strategy again.
+        resend_accepted=in_doubt and attempts == delivery.resend_attempt,
     )
 
 
@@ -324,5 +337,5 @@ def _prepared(post_id: int, fence: int, worker: str, plan: DeliveryPlan, now: da
         "b_post": post_id,
         "b_fence": fence,
         "b_worker": worker,
-        "b_action": "recover" if plan.in_doubt else "send",
+        "b_action": "resend" if plan.resend_accepted else "recover" if plan.in_doubt else "send",
     }

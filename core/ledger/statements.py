@@ -89,6 +89,8 @@ DELIVERY_COLUMNS = (
     deliveries.c.status,
     deliveries.c.next_attempt_at,
     deliveries.c.attempts,
+    deliveries.c.budget_start,
+    deliveries.c.resend_attempt,
     channels.c.platform,
     channels.c.settings,
     channels.c.connected,

@@ -268,15 +268,19 @@ class _DeliveryRun:
         timeout = self.cfg.call_timeout
         if in_doubt:
             strategy = adapter.strategy
+            # A person accepted that a second copy may appear (``post resolve ... send-again``):
+            # where the strategy would hold the part for a person, this one attempt sends.
+            resend = self.plan.resend_accepted
             if strategy is Strategy.NATIVE_KEY and not self._key_remembered(adapter, part):
-                if not adapter.can_find:
+                if adapter.can_find:
+                    strategy = Strategy.READ_BACK
+                elif not resend:
                     return _HoldInDoubt("the platform has forgotten the key; it cannot be searched")
-                strategy = Strategy.READ_BACK
             if strategy is Strategy.READ_BACK:
                 found = call_adapter(adapter.find, ctx, timeout)
                 if found is not None:
                     return _Sent(found, adopted=True)  # it landed: no second call
-            elif strategy is Strategy.NONE and not _opted_into_resend(self.plan.settings):
+            elif strategy is Strategy.NONE and not (resend or _opted_into_resend(self.plan.settings)):
                 return _HoldInDoubt("an earlier attempt may have landed and the platform cannot be asked")
         return _Sent(call_adapter(adapter.publish, ctx, timeout), adopted=False)
 
@@ -323,11 +327,11 @@ class _DeliveryRun:
         return DeliveryOutcome(plan.delivery_id, status, why, idx), None
 
     def _next_attempt(self, retry_after: float | None, floor: datetime | None) -> datetime | None:
-        if self.plan.attempts >= self.cfg.max_attempts:
+        # The budget a person's retry renewed: attempts before it do not count.
+        used = self.plan.attempts - self.plan.budget_start
+        if used >= self.cfg.max_attempts:
             return None
-        delay = retry_delay(
-            self.plan.attempts, base=self.cfg.backoff_base, cap=self.cfg.backoff_max, retry_after=retry_after
-        )
+        delay = retry_delay(used, base=self.cfg.backoff_base, cap=self.cfg.backoff_max, retry_after=retry_after)
         at = clock().now() + timedelta(seconds=delay)
         return at if floor is None else max(at, floor)
 

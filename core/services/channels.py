@@ -10,9 +10,9 @@ from types import MappingProxyType
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core import ledger
 from core.domain.errors import Conflict, NotFound, UserError
 from core.domain.states import Reason
+from core.ledger import support
 from core.ledger.channels import set_connected
 from core.plugins import manager as plugins
 from core.runtime.arming import arm
@@ -137,15 +137,17 @@ def show_channels() -> list[ChannelView]:
         return [_channel_view(c, account) for c, account in rows]
 
 
-#: Holds of a channel's deliveries that a reconnect (new credentials or settings) lifts.
-CHANNEL_HOLDS = frozenset({Reason.AUTH_EXPIRED, Reason.CHANNEL_MISCONFIGURED})
+#: Holds of a channel's deliveries that a reconnect (new credentials or settings) lifts:
+#: the refused credentials, the settings that could not work, and the disconnection.
+CHANNEL_HOLDS = frozenset({Reason.AUTH_EXPIRED, Reason.CHANNEL_MISCONFIGURED, Reason.CHANNEL_DISCONNECTED})
 
 
 def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reconnected:
     """Mark a channel connected again (after new credentials), merging new settings, and
     re-admit what it held: this channel's deliveries held because its credentials were
     refused or its settings could not work, and every delivery admission held (the
-    disconnection among them), go out.
+    disconnection among them), go out. This channel's get a fresh attempt budget and a
+    line in their timeline (``core.ledger.support``).
 
     Raises:
         NotFound: no channel of that name.
@@ -161,7 +163,8 @@ def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reco
         set_connected(s, channel.id, connected=True)
         s.refresh(channel)
         view = _channel_view(channel, account)
-        own = ledger.lift_holds(s, CHANNEL_HOLDS, DatabaseClock(db.engine()).now(), channel_id=channel.id)
+        # Each lifted delivery gets a fresh attempt budget and a line in its timeline.
+        own = support.lift_channel_holds(s, channel.id, CHANNEL_HOLDS, DatabaseClock(db.engine()).now())
     for post_id in own:
         arm(post_id)
     armed = sorted({*own, *lift_admission_holds()})

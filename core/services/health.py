@@ -1,19 +1,37 @@
 """The health panel (§14): last reconciler tick, queue depth, age of the oldest unclaimed
-due slot, open alarms – and whether that adds up to healthy."""
+due slot, open alarms, the deliveries that need a person and the emergency stops – and
+whether that adds up to healthy. "Healthy" never hides held or failed work.
+
+Its state, and the exit code `herald health` gives it (stable, for monitoring):
+
+* ``healthy`` (0): herald is moving and nothing waits for a person;
+* ``unhealthy`` (1): herald itself is not moving as it should (the reconciler or the
+  read-back sweep stopped, a due post unclaimed, the queue unreachable, an open alarm);
+* ``needs_person`` (3): herald is moving, but deliveries wait for a person (held,
+  failed, an attempt in doubt) or an emergency stop is on.
+
+(2 is every command's "error:" exit, e.g. an unreachable database.)
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
+from typing import Literal
 
 from redis.exceptions import RedisError
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, or_, select
+from sqlalchemy.orm import Session
 
 from core.config import Settings, settings
+from core.domain.states import DeliveryStatus, Reason
+from core.ledger.statements import GLOBAL_STOP
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.queue import post_queue
 from core.store import db
-from core.store.models import Tick
+from core.store.models import Account, Delivery, Post, Switch, Tick
 from reconciler import queries
 from reconciler.tick import NAME, READBACK
 
@@ -34,9 +52,107 @@ class Health:
     #: Seconds the oldest due slot no worker claimed has waited.
     oldest_unclaimed_due_age: float | None
     open_alarms: int
-    #: One line per problem, each naming the fix; none means healthy.
+    #: Deliveries held (any reason: a person approves, resumes, reconnects, resolves...).
+    held: int
+    #: Held deliveries by reason.
+    held_reasons: Mapping[str, int]
+    #: Deliveries failed for good, until a person retries them.
+    failed: int
+    #: Attempts in doubt that nothing is settling: held ``ambiguous_outcome`` (a person
+    #: resolves it), or a part still ``sending`` whose worker's lease has run out (it died
+    #: mid-call; the reconciler re-drives it after the grace window).
+    in_doubt: int
+    #: Deliveries that need a person: held, failed, or in doubt, each counted once.
+    needs_person: int
+    #: Whether the global emergency stop is on, and the accounts stopped on their own.
+    emergency_stop: bool
+    stopped_accounts: tuple[str, ...]
+    #: One line per problem of herald itself, each naming the fix.
     problems: tuple[str, ...]
+    #: One line per kind of work waiting for a person, each naming the command for it.
+    attention: tuple[str, ...]
+    #: ``unhealthy`` when there is a problem, else ``needs_person`` when something waits
+    #: for a person, else ``healthy``.
+    state: Literal["healthy", "unhealthy", "needs_person"]
+    #: Only when there is neither a problem nor work waiting for a person.
     healthy: bool
+
+
+@dataclass(frozen=True)
+class _Attention:
+    held: dict[str, int]
+    failed: int
+    in_doubt: int
+    stuck: int
+    emergency_stop: bool
+    stopped_accounts: tuple[str, ...]
+
+
+def waiting_deliveries() -> Select[DeliveryStatus, Reason | None, int]:
+    """Held and failed deliveries, counted by status and reason (ix_deliveries_status_next_attempt_at)."""
+    return (
+        select(Delivery.status, Delivery.reason, func.count())
+        .where(Delivery.status.in_([DeliveryStatus.HELD, DeliveryStatus.FAILED]))
+        .group_by(Delivery.status, Delivery.reason)
+    )
+
+
+def stuck_sending(now: datetime) -> Select[int]:
+    """Deliveries ``sending`` with no live lease on their post: a worker died mid-call
+    (ix_deliveries_status_next_attempt_at, then the post by its key)."""
+    return (
+        select(func.count())
+        .select_from(Delivery)
+        .join(Post, Post.id == Delivery.post_id)
+        .where(
+            Delivery.status == DeliveryStatus.SENDING,
+            or_(Post.lease_owner.is_(None), Post.lease_expires_at <= now),
+        )
+    )
+
+
+def _attention(s: Session, now: datetime) -> _Attention:
+    held: dict[str, int] = {}
+    failed = 0
+    for status, reason, count in s.execute(waiting_deliveries()):
+        if status is DeliveryStatus.HELD:
+            held[str(reason)] = held.get(str(reason), 0) + count
+        else:
+            failed += count
+    stuck = s.execute(stuck_sending(now)).scalar_one()
+    stop = bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())
+    accounts = tuple(s.execute(select(Account.name).where(Account.emergency_stop).order_by(Account.name)).scalars())
+    return _Attention(
+        held=dict(sorted(held.items())),
+        failed=failed,
+        in_doubt=held.get(Reason.AMBIGUOUS_OUTCOME, 0) + stuck,
+        stuck=stuck,
+        emergency_stop=stop,
+        stopped_accounts=accounts,
+    )
+
+
+def _attention_lines(work: _Attention) -> list[str]:
+    lines: list[str] = []
+    if work.emergency_stop:
+        lines.append("the emergency stop is ON: nothing is sent; `herald resume` lifts it")
+    if work.stopped_accounts:
+        names = ", ".join(work.stopped_accounts)
+        lines.append(f"the emergency stop is ON for account(s) {names}: `herald resume --account NAME` lifts it")
+    if work.held:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in work.held.items())
+        lines.append(
+            f"{sum(work.held.values())} delivery(ies) held ({reasons}): `herald post show ID` names each fix "
+            "(`herald post retry`, `herald post resolve`, `herald post approve`, `herald channel reconnect`...)"
+        )
+    if work.failed:
+        lines.append(f"{work.failed} delivery(ies) failed: `herald post retry ID` once the cause is fixed")
+    if work.stuck:
+        lines.append(
+            f"{work.stuck} delivery(ies) in doubt with no live worker (a worker died mid-call): "
+            "the reconciler re-drives them after the grace window; is `herald reconcile` running?"
+        )
+    return lines
 
 
 def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
@@ -49,6 +165,7 @@ def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
         swept = s.get(Tick, READBACK)
         oldest = s.execute(queries.oldest_unclaimed_due(now)).scalar()
         alarms = s.execute(select(func.count()).select_from(queries.open_alarms().subquery())).scalar_one()
+        work = _attention(s, now)
     tick_age = (now - tick.at).total_seconds() if tick else None
     if tick_age is None:
         problems.append("the reconciler has never run: start `herald reconcile` (herald run starts it)")
@@ -72,6 +189,7 @@ def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
     except RedisError as exc:
         queued = scheduled = None
         problems.append(f"the queue is unreachable: {exc}")
+    attention = _attention_lines(work)
     return Health(
         now=now,
         last_tick_at=tick.at if tick else None,
@@ -81,6 +199,15 @@ def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
         scheduled=scheduled,
         oldest_unclaimed_due_age=due_age,
         open_alarms=alarms,
+        held=sum(work.held.values()),
+        held_reasons=MappingProxyType(work.held),
+        failed=work.failed,
+        in_doubt=work.in_doubt,
+        needs_person=sum(work.held.values()) + work.failed + work.stuck,
+        emergency_stop=work.emergency_stop,
+        stopped_accounts=work.stopped_accounts,
         problems=tuple(problems),
-        healthy=not problems,
+        attention=tuple(attention),
+        state="unhealthy" if problems else "needs_person" if attention else "healthy",
+        healthy=not problems and not attention,
     )

@@ -1,4 +1,5 @@
-"""A post's timeline (§14): per delivery, the four instants and the gaps between them.
+"""A post's timeline (§14): per delivery, the four instants and the gaps between them,
+the attempts log, and what people did to it (§18: retries, reconnects, resolutions).
 
 slot → claimed is the queue's and the workers' lateness, claimed → confirmed the
 platform's, confirmed → first seen the platform's read-after-write delay.
@@ -16,7 +17,7 @@ from core.domain.states import DeliveryStatus, PostStatus
 from core.services.posts import PartView, part_view, post_texts
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
-from core.store.models import Attempt, Post
+from core.store.models import Attempt, Post, SupportAction
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,17 @@ class TimelineAttempt:
 
 
 @dataclass(frozen=True)
+class TimelineAction:
+    """What a person did to the delivery (§18): retry, reconnect, landed, send_again."""
+
+    action: str
+    #: The part it concerned (a resolve), None for the whole delivery.
+    part: int | None
+    at: datetime
+    detail: str
+
+
+@dataclass(frozen=True)
 class DeliveryTimeline:
     """One channel's four instants (None until they happen) and the seconds between them."""
 
@@ -48,6 +60,8 @@ class DeliveryTimeline:
     confirmed_to_first_seen: float | None
     parts: tuple[PartView, ...]
     attempts: tuple[TimelineAttempt, ...]
+    #: People's actions on it, oldest first.
+    actions: tuple[TimelineAction, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,11 @@ def timeline(post_id: int) -> Timeline:
         if post is None:
             raise NotFound(f"no post {post_id}")
         attempts = s.execute(select(Attempt).where(Attempt.post_id == post_id).order_by(Attempt.id)).scalars().all()
+        actions = (
+            s.execute(select(SupportAction).where(SupportAction.post_id == post_id).order_by(SupportAction.id))
+            .scalars()
+            .all()
+        )
         tz = post.zone
         return Timeline(
             post=post.id,
@@ -104,6 +123,11 @@ def timeline(post_id: int) -> Timeline:
                             error=a.error,
                         )
                         for a in attempts
+                        if a.delivery_id == d.id
+                    ),
+                    actions=tuple(
+                        TimelineAction(action=a.action, part=a.part_idx, at=shown_in(a.at, tz), detail=a.detail)
+                        for a in actions
                         if a.delivery_id == d.id
                     ),
                 )

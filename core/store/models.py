@@ -139,6 +139,14 @@ class Delivery(Base):
     #: When a retry (or an embargoed first send) is due.
     next_attempt_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(default=0)
+    #: The attempts made before the current attempt budget began: a person's retry (or a
+    #: reconnect, or a send-again) starts a fresh one, so backoff and ``max_attempts`` count
+    #: ``attempts - budget_start``, while ``attempts`` keeps counting every attempt.
+    budget_start: Mapped[int] = mapped_column(default=0, server_default="0")
+    #: The attempt (its number in ``attempts``) that sends despite a part in doubt, a person
+    #: having accepted that a second copy may appear (``herald post resolve ... send-again``);
+    #: every other attempt settles the doubt by the adapter's strategy.
+    resend_attempt: Mapped[int | None]
     #: §14's instants: the claim, the platform's confirmation, the first read-back sighting.
     claimed_at: Mapped[datetime | None]
     confirmed_at: Mapped[datetime | None]
@@ -225,6 +233,28 @@ class Attempt(Base):
     ended_at: Mapped[datetime | None]
     outcome: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class SupportAction(Base):
+    """What a person did to a delivery (retry, reconnect, resolve), for the timeline (§18).
+
+    The attempts log holds what workers did; this holds what people did, so neither is
+    read as the other (the read-back sweep reads attempts, for one).
+    """
+
+    __tablename__ = "support_actions"
+    __table_args__ = (Index("ix_support_actions_post_id", "post_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
+    #: retry, reconnect, landed, send_again.
+    action: Mapped[str] = mapped_column(String(24))
+    #: The part it concerned (a resolve), None for the whole delivery.
+    part_idx: Mapped[int | None]
+    #: What it did, in words (the URL a person gave; "resend accepted by a person").
+    detail: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime]
 
 
 class AlarmKind(enum.StrEnum):

@@ -1,0 +1,271 @@
+"""Support (§18): every hold has a way out. Retry what failed or was held, and resolve an
+attempt in doubt as landed (with the platform's URL) or sent again.
+
+Each action is one call here, decided and written in one transaction (the writes are the
+ledger's, ``core.ledger.support``), recorded for the timeline, and followed by arming: the
+ordinary claim then asks admission again (§8) and sends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Literal
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.config import settings
+from core.domain.admission import Hold, admit
+from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.states import RETRY_LIFTS, DeliveryStatus, PartState, PostStatus, Reason
+from core.ledger import support as ledger
+from core.ledger.statements import GLOBAL_STOP
+from core.runtime.arming import arm
+from core.runtime.clock import Clock, DatabaseClock
+from core.store import db
+from core.store.models import Account, Delivery, DeliveryPart, Post, Switch
+
+
+@dataclass(frozen=True)
+class Retried:
+    """A delivery `post retry` put back to be sent, and what it was."""
+
+    channel: str
+    was: DeliveryStatus
+    reason: Reason | None
+
+
+@dataclass(frozen=True)
+class NotRetried:
+    """A failed or held delivery that retry left alone, and the action that fixes it."""
+
+    channel: str
+    status: DeliveryStatus
+    reason: Reason | None
+    fix: str
+
+
+@dataclass(frozen=True)
+class RetryResult:
+    """What `herald post retry` did."""
+
+    post_id: int
+    retried: tuple[Retried, ...]
+    #: Deliveries a different action lifts (resolve, approve, resume, reconnect...).
+    refused: tuple[NotRetried, ...]
+    #: When the post's job is armed for; None when the queue could not be reached (the
+    #: reconciler arms it from the rows).
+    armed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Landed:
+    """The attempt in doubt is on the platform, at ``url``.
+
+    ``platform_id`` defaults to the URL's last path segment (``https://host/p/123`` → ``123``),
+    which is how the sandbox and most platforms name a post in its URL; give it where the
+    platform's id is something else.
+    """
+
+    url: str
+    platform_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SendAgain:
+    """The attempt in doubt is not on the platform: send it once more, accepting that a
+    second copy may appear if it was there after all."""
+
+
+ResolveOutcome = Landed | SendAgain
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What `herald post resolve` did."""
+
+    post_id: int
+    channel: str
+    outcome: Literal["landed", "send_again"]
+    #: The part that was in doubt (0 for the first).
+    part: int
+    #: Where it landed (``landed`` only).
+    url: str | None
+    platform_id: str | None
+    #: The delivery's status now: ``published``, or ``pending`` while it (or the rest of
+    #: its thread) waits to be sent.
+    delivery_status: DeliveryStatus
+    post_status: PostStatus
+    armed_at: datetime | None
+
+
+def retry_post(post_id: int, channel: str | None = None, *, clock: Clock | None = None) -> RetryResult:
+    """Re-drive the failed and held deliveries of a post (only ``channel``'s when given),
+    each with a fresh attempt budget; never a published or cancelled one.
+
+    A held delivery is retried only when its reason's fix is a retry (``RETRY_LIFTS``); one
+    held for another reason (an attempt in doubt, approval, a stop, a disconnected channel)
+    is left with the action that fixes it. So is one that admission would hold right away.
+
+    Raises:
+        NotFound: no such post, or it has no delivery on ``channel``.
+        UserError: nothing to retry (each delivery's state and fix named).
+    """
+    now = (clock or DatabaseClock(db.engine())).now()
+    with db.transaction() as s:
+        post = ledger.post_for_support(s, post_id)
+        deliveries = _on_channel(post, channel)
+        account = s.get_one(Account, post.account_id)
+        stop = _global_stop(s)
+        retried: list[Retried] = []
+        refused: list[NotRetried] = []
+        untouched: list[str] = []
+        for d in deliveries:
+            name = d.channel.name
+            if d.status not in (DeliveryStatus.FAILED, DeliveryStatus.HELD):
+                untouched.append(f"{name} is {d.status}{_why_not_retried(d)}")
+                continue
+            if d.status is DeliveryStatus.HELD and d.reason not in RETRY_LIFTS:
+                assert d.reason is not None  # a held delivery always has its reason (§3)
+                refused.append(NotRetried(name, d.status, d.reason, fix_for(d.reason, post, name, account, stop)))
+                continue
+            decision = admit(post, d.channel, account, global_stop=stop, now=now)
+            if isinstance(decision, Hold):
+                fix = fix_for(decision.reason, post, name, account, stop)
+                refused.append(NotRetried(name, d.status, d.reason, f"{decision.reason}: {fix}, then retry"))
+                continue
+            retried.append(Retried(name, d.status, d.reason))
+            ledger.redrive(s, d, ledger.RETRY, f"retried by a person (was {d.status} {d.reason})", now)
+        if not retried:
+            said = [f"{r.channel} is {r.status} {r.reason}: {r.fix}" for r in refused] + untouched
+            raise UserError(f"post {post_id} has nothing to retry: " + "; ".join(said))
+        ledger.summarise(s, post, now)
+    return RetryResult(post_id, tuple(retried), tuple(refused), arm(post_id, clock))
+
+
+def resolve_post(post_id: int, channel: str, outcome: ResolveOutcome, *, clock: Clock | None = None) -> Resolution:
+    """Resolve a delivery held ``ambiguous_outcome``: it ``Landed`` (recorded published
+    with the platform's URL and id, under the post's fence) or should be sent again
+    (``SendAgain``: the next attempt sends the part once more, for exactly one attempt).
+
+    For a thread only the part in doubt is resolved; the rest of the thread goes out.
+
+    Raises:
+        NotFound: no such post, or it has no delivery on ``channel``.
+        Conflict: the delivery is not in doubt (its state and fix named), or a worker
+            holds the post right now (``landed`` waits for it).
+        UserError: a URL that is not one, or a platform id that cannot be derived from it.
+    """
+    cfg = settings()
+    now = (clock or DatabaseClock(db.engine())).now()
+    where = _landed_at(outcome) if isinstance(outcome, Landed) else None
+    with db.transaction() as s:
+        post = ledger.post_for_support(s, post_id)
+        (delivery,) = _on_channel(post, channel)
+        part = _in_doubt(s, post, delivery)
+        if where is not None:
+            url, platform_id = where
+            post = ledger.fence_post(s, post_id, now, cfg.grace_seconds)
+            ledger.landed(s, post, delivery, part, platform_id, url, now)
+            status = ledger.summarise(s, post, now, fenced=True)
+            done = Resolution(post_id, channel, "landed", part.idx, url, platform_id, delivery.status, status, None)
+        else:
+            ledger.send_again(s, delivery, part, now)
+            status = ledger.summarise(s, post, now)
+            done = Resolution(post_id, channel, "send_again", part.idx, None, None, delivery.status, status, None)
+    return replace(done, armed_at=arm(post_id, clock))
+
+
+def fix_for(reason: Reason, post: Post, channel: str, account: Account, global_stop: bool) -> str:
+    """The action that lifts a hold with ``reason``, as the command that does it."""
+    if reason is Reason.AMBIGUOUS_OUTCOME:
+        resolve = f"herald post resolve {post.id} --channel {channel}"
+        return f"look on the platform: `{resolve} landed --url URL` if it is there, else `{resolve} send-again`"
+    if reason is Reason.APPROVAL_PENDING:
+        return f"approve it: `herald post approve {post.id}`"
+    if reason is Reason.EMERGENCY_STOP:
+        lift = "herald resume" if global_stop else f"herald resume --account {account.name}"
+        return f"publishing is stopped; lift the stop with `{lift}`"
+    if reason in (Reason.ACCOUNT_UNPAID, Reason.ACCOUNT_SUSPENDED):
+        return f"settle the account, then `herald account status {account.name} active`"
+    if reason in (Reason.AUTH_EXPIRED, Reason.CHANNEL_DISCONNECTED, Reason.CHANNEL_MISCONFIGURED):
+        return f"reconnect the channel: `herald channel reconnect {channel} --set key=value` (that re-arms it)"
+    if reason is Reason.DUPLICATE_SUSPECTED:
+        return "delete the extra copy on the platform, then `herald alarms resolve ID` (`herald alarms` lists them)"
+    return reason.action
+
+
+def _on_channel(post: Post, channel: str | None) -> list[Delivery]:
+    if channel is None:
+        return list(post.deliveries)
+    found = [d for d in post.deliveries if d.channel.name == channel]
+    if not found:
+        names = ", ".join(d.channel.name for d in post.deliveries)
+        raise NotFound(f"post {post.id} has no delivery on channel {channel!r}; its channels: {names}")
+    return found
+
+
+def _why_not_retried(d: Delivery) -> str:
+    if d.status is DeliveryStatus.PUBLISHED:
+        return ": retry never sends a published delivery again"
+    if d.status is DeliveryStatus.CANCELLED:
+        return ""
+    return ": herald is still publishing it (`herald post show` says when it tries next)"
+
+
+def _global_stop(s: Session) -> bool:
+    return bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())
+
+
+def _in_doubt(s: Session, post: Post, delivery: Delivery) -> DeliveryPart:
+    """The part of ``delivery`` whose attempt is in doubt, when it is held for a person to
+    resolve it.
+
+    Raises:
+        Conflict: the delivery is not held ``ambiguous_outcome``; the message says what it
+            is and what fixes that.
+    """
+    name = delivery.channel.name
+    doubtful = next((p for p in delivery.parts if p.state is PartState.SENDING), None)
+    if delivery.status is DeliveryStatus.HELD and delivery.reason is Reason.AMBIGUOUS_OUTCOME and doubtful:
+        return doubtful
+    state = f"{delivery.status}{f' {delivery.reason}' if delivery.reason else ''}"
+    if delivery.status is DeliveryStatus.PUBLISHED:
+        fix = "nothing is in doubt"
+    elif delivery.status is DeliveryStatus.FAILED or (
+        delivery.status is DeliveryStatus.HELD and delivery.reason in RETRY_LIFTS
+    ):
+        fix = f"retry it with `herald post retry {post.id} --channel {name}`"
+    elif delivery.status is DeliveryStatus.HELD and delivery.reason is not None:
+        account = s.get_one(Account, post.account_id)
+        fix = fix_for(delivery.reason, post, name, account, _global_stop(s))
+    elif delivery.status is DeliveryStatus.CANCELLED:
+        fix = "it was cancelled"
+    else:
+        fix = "herald is still publishing it; an attempt in doubt it cannot settle is held for you to resolve"
+    raise Conflict(
+        f"post {post.id} on {name} is {state}, not an attempt in doubt (held ambiguous_outcome): "
+        f"there is nothing to resolve; {fix}"
+    )
+
+
+def _landed_at(outcome: Landed) -> tuple[str, str]:
+    """The URL and platform id a person gave (the id from the URL when not given).
+
+    Raises:
+        UserError: not an http(s) URL, or no id to take from it.
+    """
+    url = outcome.url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 500:
+        raise UserError(f"--url {outcome.url!r}: give the post's address on the platform, e.g. https://host/p/123")
+    platform_id = (outcome.platform_id or "").strip()
+    if not platform_id:
+        platform_id = next((seg for seg in reversed(parts.path.split("/")) if seg), "")
+        if not platform_id:
+            raise UserError(f"--url {url!r} names no post (its path is empty); give the post's id with --platform-id")
+    if len(platform_id) > 200:
+        raise UserError("--platform-id: at most 200 characters")
+    return url, platform_id
