@@ -199,7 +199,7 @@ def _claim_once(
                 writer.rollback()  # nothing was claimed
                 return Early(post.scheduled_at)
             deliveries, account, global_stop = _deliveries(claimed.rows)
-            unmade: frozenset[tuple[int, int]] = frozenset()
+            unmade: dict[tuple[int, int], str] = {}
             if recovering:
                 writer.leave()
                 unmade = _unmade_attempts(conn, post_id, worker, post.fence - 1, now)
@@ -244,15 +244,18 @@ def _deliveries(rows: list[Any]) -> tuple[list[_DeliveryRow], _AccountRow, bool]
 
 def _unmade_attempts(
     conn: Connection, post_id: int, worker: str, fence: int, now: datetime
-) -> frozenset[tuple[int, int]]:
-    """The (delivery, part) attempts this claim opened in a commit whose answer was lost.
+) -> dict[tuple[int, int], str]:
+    """The attempts this claim opened in a commit whose answer was lost, by (delivery,
+    part): their action (``send``, ``recover``, ``resend``).
 
     No platform call follows a claim before its answer, so none of them was made: they are
-    closed as ``not_sent`` and their parts are sent afresh, not settled as in doubt.
+    closed as ``not_sent`` and do not count. A part this claim set ``sending`` (a ``send``)
+    is sent afresh; a part that was already in doubt before it stays in doubt.
     """
-    unmade = frozenset(
-        (r.delivery_id, r.part_idx) for r in conn.execute(sql.UNMADE_ATTEMPTS, {"b_post": post_id, "b_worker": worker})
-    )
+    unmade = {
+        (r.delivery_id, r.part_idx): r.action
+        for r in conn.execute(sql.UNMADE_ATTEMPTS, {"b_post": post_id, "b_worker": worker})
+    }
     for delivery_id, _ in unmade:
         end_attempt(conn, delivery_id, fence, now, "not_sent", "the claim's answer was lost; no call was made")
     return unmade
@@ -283,13 +286,16 @@ def _wait(conn: Connection, delivery: _DeliveryRow, until: datetime) -> None:
 
 
 def _plan(
-    post_id: int, post: _PostRow, delivery: _DeliveryRow, now: datetime, unmade: frozenset[tuple[int, int]]
+    post_id: int, post: _PostRow, delivery: _DeliveryRow, now: datetime, unmade: dict[tuple[int, int], str]
 ) -> DeliveryPlan:
     """The job's view of an admitted delivery, its first unpublished part as ``sending``."""
     rows = delivery.parts
     start = next(i for i, p in enumerate(rows) if p.state is not PartState.PUBLISHED)
-    recovered = (delivery.id, rows[start].idx) in unmade
-    in_doubt = rows[start].state is PartState.SENDING and not recovered
+    lost = unmade.get((delivery.id, rows[start].idx))
+    recovered = lost is not None
+    # Only a part the lost claim itself set ``sending`` is known unsent; one that was in
+    # doubt before it is still in doubt.
+    in_doubt = rows[start].state is PartState.SENDING and lost != "send"
     parts = []
     for i, p in enumerate(rows):
         key = delivery_key(post_id, delivery.channel_id, post.scheduled_at, post.revision, p.idx)

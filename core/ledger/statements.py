@@ -150,7 +150,7 @@ ATTEMPT = insert(attempts).values(
 )
 
 #: The attempts a claim opened and never got to make (its answer was lost): b_post, b_worker.
-UNMADE_ATTEMPTS = select(attempts.c.delivery_id, attempts.c.part_idx).where(
+UNMADE_ATTEMPTS = select(attempts.c.delivery_id, attempts.c.part_idx, attempts.c.action).where(
     attempts.c.post_id == bindparam("b_post"),
     attempts.c.worker == bindparam("b_worker"),
     attempts.c.ended_at.is_(None),

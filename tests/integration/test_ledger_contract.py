@@ -340,3 +340,35 @@ def test_a_claim_whose_answer_was_lost_takes_its_own_lease_and_sends_afresh(
         attempts = s.execute(select(Attempt.fence, Attempt.outcome, Attempt.action).order_by(Attempt.id)).all()
     assert attempts == [(1, "not_sent", "send"), (2, None, "send")]
     assert row(post_id).lease_owner == "w1"
+
+
+def test_a_lost_claim_answer_leaves_a_part_that_was_already_in_doubt_in_doubt(
+    store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post_id = make_post()
+    assert claim(post_id, SLOT, worker="w0") is not None  # sent, then its worker died: in doubt
+    real = claiming._claim_once
+    calls: list[bool] = []
+
+    def answer_lost(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["recovering"])
+        got = real(*args, **kwargs)
+        if len(calls) == 1:
+            raise DBAPIError(
+                "COMMIT", None, ConnectionError("server closed the connection"), connection_invalidated=True
+            )
+        return got
+
+    monkeypatch.setattr(claiming, "_claim_once", answer_lost)
+    got = claim(post_id, SLOT + timedelta(seconds=LEASE + GRACE + 1))
+
+    assert calls == [False, True]
+    assert got is not None and got.worker == "w1"
+    (plan,) = got.plans
+    # w0's call may have landed: the lost answer of w1's claim changes nothing of that, so
+    # the part is settled by the adapter's strategy, never sent afresh.
+    assert plan.in_doubt
+    assert plan.attempts == 2  # w0's attempt counts; w1's lost one does not
+    with db.reading() as s:
+        attempts = s.execute(select(Attempt.worker, Attempt.outcome, Attempt.action).order_by(Attempt.id)).all()
+    assert attempts == [("w0", None, "send"), ("w1", "not_sent", "recover"), ("w1", None, "recover")]
