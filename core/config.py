@@ -16,6 +16,26 @@ from pathlib import Path
 
 from core.domain.errors import ConfigError
 
+#: The shortest and longest reconciler period, in seconds: shorter is a busy loop that
+#: hammers the database; longer leaves a lost job unrepaired (and arms that far ahead).
+TICK_MIN = 0.05
+TICK_MAX = 3600.0
+
+
+def check_tick_seconds(value: float, name: str) -> float:
+    """``value``, if it is a sane reconciler period.
+
+    Args:
+        value: seconds between ticks.
+        name: how the person gave it (``--interval``, ``HERALD_TICK_SECONDS``).
+
+    Raises:
+        ConfigError: not a number from TICK_MIN to TICK_MAX.
+    """
+    if not (math.isfinite(value) and TICK_MIN <= value <= TICK_MAX):
+        raise ConfigError(f"{name}={value:g}: give a number of seconds from {TICK_MIN:g} to {TICK_MAX:g} (e.g. 60).")
+    return value
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -35,7 +55,7 @@ class Settings:
     grace_seconds: float = 30.0
     #: Hard timeout of one platform call, in seconds.
     call_timeout: float = 10.0
-    #: Seconds between reconciler ticks.
+    #: Seconds between reconciler ticks (from TICK_MIN to TICK_MAX).
     tick_seconds: float = 60.0
     #: Seconds after its last attempt during which a read_back delivery is read back on
     #: every tick: a platform's search may show a copy only some time after it was made.
@@ -50,13 +70,17 @@ class Settings:
     backoff_max: float = 600.0
     #: A job this many seconds early (or less) waits out the remainder instead of re-arming.
     early_tolerance: float = 2.0
+    #: A slot this many seconds in the past (or less) is taken, and publishes at once; one
+    #: further back is refused at create and reschedule unless the caller says ``--now``.
+    past_slot_tolerance: float = 60.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            may_be_zero = f.name in ("grace_seconds", "early_tolerance") and value == 0
+            may_be_zero = f.name in ("grace_seconds", "early_tolerance", "past_slot_tolerance") and value == 0
             if isinstance(value, float | int) and not (math.isfinite(value) and value > 0) and not may_be_zero:
                 raise ConfigError(f"HERALD_{f.name.upper()}={value!r}: must be a positive number.")
+        check_tick_seconds(self.tick_seconds, "HERALD_TICK_SECONDS")
         if self.call_timeout >= self.lease_seconds:
             raise ConfigError(
                 f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s) must be shorter than "
@@ -74,6 +98,11 @@ class Settings:
     @property
     def home_path(self) -> Path:
         return Path(self.home)
+
+    @property
+    def sandbox_state(self) -> Path:
+        """Where the sandbox platform keeps its posts across restarts."""
+        return self.home_path / "sandbox" / "posts.jsonl"
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some settings changed (validated again)."""

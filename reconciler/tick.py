@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 
-from core.config import Settings, settings
+from core.config import Settings, check_tick_seconds, settings
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.store import db
@@ -166,8 +166,11 @@ def run_forever(
 
     The sweep runs on a daemon thread: a platform call it is stuck in holds up only the
     sweep, and never keeps the process from exiting.
+
+    Raises:
+        ConfigError: ``interval`` is not a sane period (see ``core.config.TICK_MIN``).
     """
-    period = interval or settings().tick_seconds
+    period = settings().tick_seconds if interval is None else check_tick_seconds(interval, "--interval")
     stop = stop or threading.Event()
     sweeper = threading.Thread(
         target=every,

@@ -8,11 +8,16 @@ hung up on it) and to inject faults (``faults.py``).
 It is built on the stdlib ``http.server`` rather than a framework because fault injection
 needs the raw socket: "accept the post, then close the connection without answering" is
 the failure herald exists to survive, and a framework would always answer.
+
+``herald sandbox serve`` keeps the posts in a state file under herald's home, so a
+restart keeps the feed, the ids and the remembered keys (``journal.py``); tests run it in
+memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import html
 import json
 import os
@@ -24,12 +29,14 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from adapters.sandbox.faults import STRATEGIES, Fault, FaultConfig, FaultError, FaultPlan
 from adapters.sandbox.store import TOKEN_STATES, PlatformStore, Refusal, StoredPost
+from core.domain.errors import UserError
 
 
 @dataclass
@@ -50,8 +57,7 @@ class PlatformHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.store = PlatformStore()
+    def __init__(self, address: tuple[str, int], state: Path | None = None) -> None:
         self.faults = FaultPlan()
         #: Every held-back answer, in order; ``DELETE /sandbox/posts`` forgets them.
         self.held: list[HeldAnswer] = []
@@ -59,7 +65,14 @@ class PlatformHTTPServer(ThreadingHTTPServer):
         self.log_requests = os.environ.get("HERALD_SANDBOX_LOG") == "1"
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        # The port first: a second sandbox on a taken port is told about the port, not
+        # about the state file the first one holds. Nothing is served before serve_forever.
         super().__init__(address, PlatformRequestHandler)
+        try:
+            self.store = PlatformStore(state)
+        except BaseException:
+            self.socket.close()
+            raise
 
     @property
     def url(self) -> str:
@@ -68,6 +81,12 @@ class PlatformHTTPServer(ThreadingHTTPServer):
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         return f"http://{host}:{port}"
+
+    def server_close(self) -> None:
+        super().server_close()
+        # Its state file's lock, for the next sandbox; a bind that failed has no store yet.
+        if hasattr(self, "store"):
+            self.store.close()
 
     def track(self, connection: socket.socket, *, open_: bool) -> None:
         with self._connections_lock:
@@ -301,7 +320,8 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
         store, faults = self.server.store, self.server.faults
         route = (method, *parts[:1])
         if route == ("GET", "health") and len(parts) == 1:
-            self._send_json(200, {"ok": True})
+            # The pid tells `herald run` that the sandbox answering is the one it started.
+            self._send_json(200, {"ok": True, "pid": os.getpid(), "state": str(store.state or "")})
         elif route == ("GET", "posts") and len(parts) == 1:
             strategy = query.get("strategy")
             if strategy is not None and strategy not in STRATEGIES:
@@ -370,10 +390,11 @@ def render_post(post: StoredPost) -> str:
 
 
 class SandboxServer:
-    """The sandbox platform on a daemon thread; binds at construction (port 0: any free one)."""
+    """The sandbox platform on a daemon thread; binds at construction (port 0: any free one).
+    In memory unless given a ``state`` file."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._httpd = PlatformHTTPServer((host, port))
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, state: Path | None = None) -> None:
+        self._httpd = PlatformHTTPServer((host, port), state)
         self._thread: threading.Thread | None = None
 
     @property
@@ -410,16 +431,80 @@ class SandboxServer:
         self.stop()
 
 
-def serve(host: str, port: int) -> None:
-    """Run the sandbox platform in the foreground until Ctrl-C or SIGTERM."""
-    httpd = PlatformHTTPServer((host, port))
+def check_port(port: int, option: str, *, any_free: bool = False) -> None:
+    """Refuse a port no socket can have.
+
+    Args:
+        port: the port asked for.
+        option: how it was given (``--port``, ``--sandbox-port``), for the message.
+        any_free: 0 is allowed, for "any free port".
+
+    Raises:
+        UserError: out of range.
+    """
+    lowest = 0 if any_free else 1
+    if not lowest <= port <= 65535:
+        free = " (0 picks a free one)" if any_free else ""
+        raise UserError(f"port {port} is out of range: give {option} from 1 to 65535{free}")
+
+
+def refused_port(exc: OSError, host: str, port: int, option: str) -> UserError:
+    """The one line a failed bind deserves, naming the port and the fix."""
+    if exc.errno == errno.EADDRINUSE:
+        return UserError(
+            f"port {port} is in use on {host} (another sandbox or `herald run` may be serving it): "
+            f"stop that one, or give another with {option}"
+        )
+    if exc.errno == errno.EACCES:
+        return UserError(f"port {port} needs privileges on this machine: give one above 1023 with {option}")
+    return UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): give another --host or {option}")
+
+
+def ensure_free(host: str, port: int, option: str) -> None:
+    """Refuse at once a port something already listens on (before starting anything).
+
+    Raises:
+        UserError: out of range, or taken.
+    """
+    check_port(port, option)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the server binds (HTTPServer reuses the address): a port left in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise refused_port(exc, host, port, option) from None
+
+
+def listen(host: str, port: int, state: Path | None = None, option: str = "--port") -> PlatformHTTPServer:
+    """The sandbox platform bound to ``host:port`` (0: any free port), keeping ``state``.
+
+    Raises:
+        UserError: the port is out of range or taken, the host cannot be bound, or the
+            state file is another sandbox's.
+    """
+    check_port(port, option, any_free=True)
+    try:
+        return PlatformHTTPServer((host, port), state)
+    except OSError as exc:
+        raise refused_port(exc, host, port, option) from None
+
+
+def serve(host: str, port: int, state: Path | None = None) -> None:
+    """Run the sandbox platform in the foreground until Ctrl-C or SIGTERM.
+
+    Raises:
+        UserError: it cannot listen there, or its state file is another sandbox's.
+    """
+    httpd = listen(host, port, state)
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, interrupt) if in_main_thread else None
-    print(f"herald sandbox platform listening on {httpd.url}", file=sys.stderr, flush=True)
+    kept = f"; posts kept in {state}" if state is not None else "; posts in memory only"
+    print(f"herald sandbox platform listening on {httpd.url}{kept}", file=sys.stderr, flush=True)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:

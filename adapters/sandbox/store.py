@@ -2,7 +2,9 @@
 
 Everything lives in memory behind one lock; the validation a real platform does on a new
 post (text length, thread parent, idempotency replay) happens under that lock, so two
-requests with the same key can never both create a post.
+requests with the same key can never both create a post. Given a state file, every change
+is also written to it (``journal.py``) and read back at start, so a restarted platform
+still has its posts, their ids and the keys it remembers.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from adapters.sandbox.faults import STRATEGIES
+from adapters.sandbox.journal import Journal
 from core.domain.errors import HeraldError
 
 #: Longest text the platform accepts, in characters.
@@ -59,6 +63,13 @@ class StoredPost:
             "created_at": self.created_at,
         }
 
+    @classmethod
+    def from_admin_json(cls, data: dict[str, Any]) -> StoredPost:
+        """A post written by :meth:`admin_json`; its index lag counts from its creation."""
+        created = datetime.fromisoformat(data["created_at"])
+        accepted_at = time.monotonic() - max(0.0, (datetime.now(UTC) - created).total_seconds())
+        return cls(**{name: data[name] for name in _STORED}, accepted_at=accepted_at)
+
     def public_json(self, base_url: str) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -71,10 +82,14 @@ class StoredPost:
         }
 
 
-class PlatformStore:
-    """Posts, remembered idempotency keys and token states, behind one lock."""
+_STORED = ("id", "strategy", "key", "idempotency_key", "text", "reply_to", "root", "token", "created_at")
 
-    def __init__(self) -> None:
+
+class PlatformStore:
+    """Posts, remembered idempotency keys and token states, behind one lock; kept in
+    ``state`` too when one is given (None: in memory only, as tests mostly want)."""
+
+    def __init__(self, state: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._posts: dict[str, StoredPost] = {}
         #: native Idempotency-Key → (post id, monotonic time it was first seen)
@@ -82,19 +97,68 @@ class PlatformStore:
         self._tokens: dict[str, str] = {}
         # Ids are never reused, not even after a reset: a real platform never reuses them.
         self._counters = dict.fromkeys(STRATEGIES, 0)
+        self._journal = Journal(state) if state is not None else None
+        if self._journal is not None:
+            try:
+                for record in self._journal.records():
+                    self._replay(record)
+            except BaseException:
+                self._journal.close()
+                raise
+
+    @property
+    def state(self) -> Path | None:
+        """The file the store is kept in, if any."""
+        return self._journal.path if self._journal is not None else None
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+
+    def _replay(self, record: dict[str, Any]) -> None:
+        if "post" in record:
+            post = StoredPost.from_admin_json(record["post"])
+            self._remember(post)
+        elif "token" in record:
+            self._set_token(record["token"], record["state"])
+        elif "reset" in record:
+            self._clear()
+            for strategy, count in record["reset"].items():
+                self._counters[strategy] = max(self._counters.get(strategy, 0), int(count))
+
+    def _remember(self, post: StoredPost) -> None:
+        self._posts[post.id] = post
+        if post.idempotency_key is not None:
+            self._keys[post.idempotency_key] = (post.id, post.accepted_at)
+        number = post.id.rpartition("-")[2]
+        if number.isdigit():
+            self._counters[post.strategy] = max(self._counters.get(post.strategy, 0), int(number))
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._journal is not None:
+            self._journal.append(record)
+
+    def _clear(self) -> None:
+        self._posts.clear()
+        self._keys.clear()
+        self._tokens.clear()
 
     def reset(self) -> None:
         with self._lock:
-            self._posts.clear()
-            self._keys.clear()
-            self._tokens.clear()
+            self._clear()
+            if self._journal is not None:
+                self._journal.rewrite({"reset": self._counters})
 
     def set_token(self, token: str, state: str) -> None:
         with self._lock:
-            if state == "ok":
-                self._tokens.pop(token, None)
-            else:
-                self._tokens[token] = state
+            self._set_token(token, state)
+            self._write({"token": token, "state": state})
+
+    def _set_token(self, token: str, state: str) -> None:
+        if state == "ok":
+            self._tokens.pop(token, None)
+        else:
+            self._tokens[token] = state
 
     def check_token(self, token: str) -> None:
         """Raises: Refusal: the token is missing, revoked or forbidden."""
@@ -155,9 +219,8 @@ class PlatformStore:
                 created_at=datetime.now(UTC).isoformat(),
                 accepted_at=now,
             )
-            self._posts[post.id] = post
-            if dedupes and idempotency_key is not None:
-                self._keys[idempotency_key] = (post.id, now)
+            self._write({"post": post.admin_json()})
+            self._remember(post)
             return post, True
 
     def search(self, strategy: str, key: str, lag: float = 0.0) -> list[StoredPost]:

@@ -118,6 +118,7 @@ def post_create(
     ] = None,
     at: Annotated[str | None, typer.Option(help="ISO 8601 with offset, or local with --zone.")] = None,
     in_: Annotated[str | None, typer.Option("--in", help="From now: 30s, 5m, 2h, 1d.")] = None,
+    now: Annotated[bool, typer.Option("--now", help="Publish at once (the default when no slot is given).")] = False,
     zone: Annotated[str | None, typer.Option(help="IANA zone of --at and for display.")] = None,
     fold: Annotated[int | None, typer.Option(help="0 or 1: which of a repeated local time.", min=0, max=1)] = None,
     not_before: Annotated[str | None, typer.Option(help="Embargo: never before this instant.")] = None,
@@ -131,25 +132,20 @@ def post_create(
         str | None, typer.Option(help="Repeating a create with this key and the same content makes no second post.")
     ] = None,
 ) -> None:
-    """Schedule a post (now, --at an instant, or --in a delay) and print its id."""
+    """Schedule a post (--now, --at an instant, or --in a delay) and print its id."""
     from core.services.content import parse_channel_texts
+    from core.services.parts import gather_parts
     from core.services.posts import submit_post
-    from core.services.slots import parse_embargo, parse_slot
+    from core.services.slots import parse_slot
 
-    texts = list(part or [])
-    if text is not None:
-        texts.insert(0, text)
-    if parts_file is not None:
-        from threads.chain import split_parts
-
-        texts += split_parts(parts_file.read_text())
-    slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold)
+    texts = gather_parts(text, part or [], parts_file.read_text() if parts_file is not None else None)
+    slot = parse_slot(at=at, delay=in_, now=now, zone=zone, fold=fold, not_before=not_before)
     created = submit_post(
         channels=channel,
         parts=texts,
         at=slot.at,
         zone=slot.zone,
-        not_before=parse_embargo(not_before, zone, fold),
+        not_before=slot.not_before,
         needs_approval=needs_approval,
         channel_texts=parse_channel_texts(channel_text or []),
         draft=draft,
@@ -206,12 +202,22 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
 
 
 @post_app.command("cancel")
-def post_cancel(post_id: int) -> None:
-    """Cancel what has not been published yet."""
+def post_cancel(post_id: int, as_json: JsonOpt = False) -> None:
+    """Cancel what has not been published yet (on a partly published post, the rest)."""
     from core.services.posts import cancel_post
 
-    cancel_post(post_id)
-    out.print(f"post {post_id} cancelled")
+    done = cancel_post(post_id)
+    if as_json:
+        print_json(done)
+        return
+    line = f"post {post_id} cancelled on {len(done.cancelled)} channel(s) ({', '.join(done.cancelled)})"
+    if done.kept_parts:
+        line += f", where {done.kept_parts} thread part(s) had published and stay"
+    if done.published:
+        line += f"; {len(done.published)} channel(s) had published and keep it ({', '.join(done.published)})"
+    if done.ended:
+        line += f"; {len(done.ended)} had ended before ({', '.join(done.ended)})"
+    out.print(f"{line}; now {done.status}", highlight=False, markup=False)
 
 
 @post_app.command("reschedule")
@@ -219,16 +225,17 @@ def post_reschedule(
     post_id: int,
     at: Annotated[str | None, typer.Option(help="ISO 8601 with offset, or local with --zone.")] = None,
     in_: Annotated[str | None, typer.Option("--in", help="From now: 30s, 5m, 2h.")] = None,
+    now: Annotated[bool, typer.Option("--now", help="Publish at once.")] = False,
     zone: Annotated[str | None, typer.Option(help="IANA zone of --at.")] = None,
-    fold: Annotated[int | None, typer.Option(min=0, max=1)] = None,
+    fold: Annotated[int | None, typer.Option(help="0 or 1: which of a repeated local time.", min=0, max=1)] = None,
 ) -> None:
-    """Move a post that has not started publishing to a new slot."""
+    """Move a post that has not started publishing to a new slot (--at, --in, or --now)."""
     from core.services.posts import reschedule_post
     from core.services.slots import parse_slot
 
-    slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold)
-    reschedule_post(post_id, slot.instant, slot.zone)
-    out.print(f"post {post_id} moved")
+    slot = parse_slot(at=at, delay=in_, now=now, zone=zone, fold=fold, required=True)
+    reschedule_post(post_id, slot.at, slot.zone)
+    out.print(f"post {post_id} moved{' to now' if slot.at is None else ''}")
 
 
 @post_app.command("approve")
@@ -297,13 +304,21 @@ def run(
 
 @sandbox_app.command("serve")
 def sandbox_serve(
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8025,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).")] = 8025,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    state: Annotated[
+        Path | None, typer.Option(help="File to keep the posts in [default: HERALD_HOME/sandbox/posts.jsonl].")
+    ] = None,
+    no_state: Annotated[bool, typer.Option("--no-state", help="Keep the posts in memory only.")] = False,
 ) -> None:
-    """Serve the sandbox platform (its feed at /, its admin API under /sandbox)."""
+    """Serve the sandbox platform (its feed at /, its admin API under /sandbox); its posts
+    survive a restart."""
     from adapters.sandbox.server import serve
+    from core.config import settings
 
-    serve(host, port)
+    if state is not None and no_state:
+        raise UserError("give --state FILE or --no-state, not both")
+    serve(host, port, None if no_state else state or settings().sandbox_state)
 
 
 cli_watch.register(app)
@@ -321,7 +336,8 @@ def main() -> None:
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except HeraldError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        # soft_wrap: one line however narrow the terminal (or 80 columns when piped).
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(2) from None
     except OperationalError as exc:
         Console(stderr=True).print(

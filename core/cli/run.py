@@ -17,7 +17,9 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
+from adapters.sandbox.server import ensure_free
 from core.config import settings
+from core.domain.errors import UserError
 from core.runtime.queue import redis_url, stop_embedded
 from core.store import db, schema
 from core.store.models import Channel
@@ -30,15 +32,27 @@ def _spawn(args: list[str], env: dict[str, str], log_dir: Path, name: str) -> su
     return subprocess.Popen([sys.executable, "-m", "core.cli", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def _wait_for(url: str, timeout: float = 15.0) -> None:
+def _wait_for_sandbox(url: str, child: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """Wait until the sandbox ``child`` answers at ``url`` – that one, not another process
+    that took the port meanwhile."""
+    log = f"{settings().home}/sandbox.log"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise UserError(f"the sandbox platform stopped at once; see {log} (is --sandbox-port taken?)")
         try:
-            httpx.get(url, timeout=1.0)
-            return
+            answer = httpx.get(url, timeout=1.0)
         except httpx.TransportError:
             time.sleep(0.1)
-    raise SystemExit(f"error: {url} did not answer within {timeout:g}s; see {settings().home}/sandbox.log")
+            continue
+        try:
+            pid = answer.json().get("pid")
+        except (ValueError, AttributeError):  # not a sandbox's health answer
+            pid = None
+        if pid != child.pid:
+            raise UserError(f"another process answers at {url}: stop it, or give another --sandbox-port")
+        return
+    raise UserError(f"{url} did not answer within {timeout:g}s; see {log}")
 
 
 def seed_demo(sandbox_url: str) -> list[int]:
@@ -46,15 +60,14 @@ def seed_demo(sandbox_url: str) -> list[int]:
     from core.domain.timing import parse_duration
     from core.services.channels import add_channel
     from core.services.posts import create_post
+    from core.services.slots import parse_slot
 
     with db.reading() as s:
         existing = set(s.execute(select(Channel.name)).scalars())
     for name, platform in DEMO_CHANNELS.items():
         if name not in existing:
             add_channel(name, platform, {"base_url": sandbox_url})
-    from datetime import UTC, datetime
-
-    at = datetime.now(UTC) + parse_duration("10s")
+    at = parse_slot(delay="10s").instant  # by the one clock
     return [
         create_post(channels=list(DEMO_CHANNELS), parts=["Hello from herald: one post, three channels, once."], at=at),
         create_post(
@@ -66,6 +79,13 @@ def seed_demo(sandbox_url: str) -> list[int]:
 
 
 def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
+    """Start everything, or refuse at once (before starting anything) when the sandbox
+    port is taken – by another ``herald run``, most likely.
+
+    Raises:
+        UserError: the sandbox port is out of range or taken, or the sandbox did not start.
+    """
+    ensure_free("127.0.0.1", sandbox_port, "--sandbox-port")
     cfg = settings()
     home = cfg.home_path
     home.mkdir(parents=True, exist_ok=True)
@@ -75,11 +95,14 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
     embedded = not cfg.redis_url
     env = {**os.environ, "HERALD_REDIS_URL": redis_url(), "HERALD_DATABASE_URL": cfg.database_url}
     sandbox_url = f"http://127.0.0.1:{sandbox_port}"
-    children = [_spawn(["sandbox", "serve", "--port", str(sandbox_port)], env, home, "sandbox")]
+    sandbox = _spawn(
+        ["sandbox", "serve", "--port", str(sandbox_port), "--state", str(cfg.sandbox_state)], env, home, "sandbox"
+    )
+    children = [sandbox]
     children += [_spawn(["worker"], env, home, f"worker-{i}") for i in range(workers)]
     children.append(_spawn(["reconcile"], env, home, "reconciler"))
     try:
-        _wait_for(f"{sandbox_url}/sandbox/health")
+        _wait_for_sandbox(f"{sandbox_url}/sandbox/health", sandbox)
         print(f"herald is running: database {cfg.database_url}, queue {env['HERALD_REDIS_URL']}")
         print(f"sandbox platform feed: {sandbox_url}/   (logs in {home}/)")
         if demo:

@@ -16,11 +16,16 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reconcile(
         once: Annotated[bool, typer.Option(help="Run one tick and exit.")] = False,
-        interval: Annotated[float | None, typer.Option(help="Seconds between ticks (HERALD_TICK_SECONDS).")] = None,
+        interval: Annotated[
+            float | None, typer.Option(help="Seconds between ticks, 0.05 to 3600 (HERALD_TICK_SECONDS).")
+        ] = None,
     ) -> None:
         """Re-arm what should be moving: due posts without a live job, stale leases, due retries."""
+        from core.config import check_tick_seconds
         from reconciler.tick import run_forever, tick
 
+        if interval is not None:
+            check_tick_seconds(interval, "--interval")
         if once:
             report = tick()
             out.print(

@@ -8,7 +8,7 @@ attempt in doubt resolved, each recorded), ``moves`` (what they share). What dif
 PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
 """
 
-from core.ledger.authoring import cancel_post, insert_post, lift_holds, reschedule_post, set_approval
+from core.ledger.authoring import Cancelled, cancel_post, insert_post, lift_holds, reschedule_post, set_approval
 from core.ledger.claim import Claim, DeliveryPlan, Early, PartPlan, claim_due_post, claim_post
 from core.ledger.results import (
     delivery_parked,
@@ -23,6 +23,7 @@ from core.ledger.statements import GLOBAL_STOP
 
 __all__ = [
     "GLOBAL_STOP",
+    "Cancelled",
     "Claim",
     "DeliveryPlan",
     "Early",

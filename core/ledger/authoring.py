@@ -82,22 +82,72 @@ def reschedule_post(s: Session, post_id: int, at: datetime, zone: str, now: date
     return post
 
 
-def cancel_post(s: Session, post_id: int, now: datetime) -> Post:
-    """Cancel every delivery that has not published; refused while an attempt is in doubt."""
+#: The delivery statuses a cancel stops: nothing of them is on its way to the platform.
+CANCELLABLE = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT, DeliveryStatus.HELD})
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What a cancel did: the post, and the deliveries it stopped."""
+
+    post: Post
+    deliveries: list[Delivery]
+
+
+def cancel_post(s: Session, post_id: int, now: datetime) -> Cancelled:
+    """Cancel every delivery that has not published, and the rest of a thread that has
+    published some parts; what published stays.
+
+    Raises:
+        Conflict: an attempt is in doubt, or no delivery is waiting to be sent (the post
+            published, failed, was cancelled already, or is being sent right now).
+    """
     post = _post_for_change(s, post_id)
     deliveries = list(post.deliveries)
     if any(p.state is PartState.SENDING for d in deliveries for p in d.parts):
         raise Conflict(f"post {post_id} has an attempt in doubt (a part is 'sending'); resolve it before cancelling")
-    for d in deliveries:
-        if d.status in (DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT, DeliveryStatus.HELD):
-            move(d, DeliveryStatus.CANCELLED)
+    stopped = [d for d in deliveries if d.status in CANCELLABLE]
+    if not stopped:
+        raise Conflict(_nothing_to_cancel(post))
+    for d in stopped:
+        move(d, DeliveryStatus.CANCELLED)
     post.status = summarize((delivery_state(d) for d in deliveries), claimed=post.fence > 0)
     post.updated_at = now
-    return post
+    return Cancelled(post, stopped)
+
+
+def _nothing_to_cancel(post: Post) -> str:
+    show = f"`herald post show {post.id}`"
+    if post.status is PostStatus.CANCELLED:
+        return f"post {post.id} is already cancelled: there is nothing left to cancel"
+    if post.status is PostStatus.PUBLISHED:
+        return (
+            f"post {post.id} is already published on every channel: there is nothing left to cancel "
+            "(herald does not delete published posts; remove it on the platform)"
+        )
+    if post.status is PostStatus.PUBLISHING:
+        return f"post {post.id} is being sent right now, so nothing waits to be cancelled; {show} shows how it ends"
+    return f"post {post.id} is {post.status}: no channel is waiting to be sent, so there is nothing to cancel ({show})"
 
 
 def set_approval(s: Session, post_id: int, approval: Approval, now: datetime) -> Post:
+    """Record a reviewer's decision on a post that waits for one.
+
+    Raises:
+        Conflict: the post needs no approval, already has this one, or was cancelled.
+    """
     post = _post_for_change(s, post_id)
+    if post.approval is Approval.NOT_REQUIRED:
+        raise Conflict(
+            f"post {post_id} needs no approval (it was created without --needs-approval): "
+            f"nothing to approve; it goes out at its slot (`herald post show {post_id}`)"
+        )
+    if post.approval is approval:
+        raise Conflict(f"post {post_id} is already {approval}: nothing to do (`herald post show {post_id}`)")
+    if post.status is PostStatus.CANCELLED:
+        raise Conflict(
+            f"post {post_id} is cancelled: approving it would send nothing; create it again with `herald post create`"
+        )
     post.approval = approval
     post.updated_at = now
     return post

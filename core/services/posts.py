@@ -1,7 +1,8 @@
 """Posts as people handle them: create, show, move, cancel, approve.
 
 Checks happen here, at creation, not at publish time: a thread on a platform that has
-no threads, or a part longer than the platform allows, is refused with a clear error.
+no threads, a part longer than the platform allows, an empty part, or a slot in the
+past is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from core.domain.errors import NotFound, UserError
 from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason
 from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
-from core.runtime.clock import DatabaseClock
+from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
 from core.services.content import Content, checked_texts, place
+from core.services.parts import check_parts
+from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
 from core.store.models import Account, Approval, Attempt, Delivery, DeliveryPart, Post
@@ -101,8 +104,25 @@ class PostView:
     attempts: tuple[AttemptView, ...]
 
 
-def _now() -> datetime:
-    return DatabaseClock(db.engine()).now()
+@dataclass(frozen=True)
+class CancelView:
+    """What `herald post cancel` did, channel by channel."""
+
+    post: int
+    #: The post's status after the cancel.
+    status: PostStatus
+    #: Channels whose delivery this cancel stopped (a thread's unsent parts with it).
+    cancelled: tuple[str, ...]
+    #: Parts of those channels' threads that had published already: they stay.
+    kept_parts: int
+    #: Channels that had published every part: their posts stay on the platform.
+    published: tuple[str, ...]
+    #: Channels that had already ended otherwise (failed, or cancelled before).
+    ended: tuple[str, ...]
+
+
+def _now(clock: Clock | None = None) -> datetime:
+    return (clock or DatabaseClock(db.engine())).now()
 
 
 @dataclass(frozen=True)
@@ -126,6 +146,7 @@ def create_post(
     channel_texts: Mapping[str, Sequence[str]] | None = None,
     draft: bool = False,
     idempotency_key: str | None = None,
+    clock: Clock | None = None,
 ) -> int:
     """Create a post on ``channels`` and arm it. Returns its id (see :func:`submit_post`)."""
     return submit_post(
@@ -138,6 +159,7 @@ def create_post(
         channel_texts=channel_texts,
         draft=draft,
         idempotency_key=idempotency_key,
+        clock=clock,
     ).post_id
 
 
@@ -152,13 +174,15 @@ def submit_post(
     channel_texts: Mapping[str, Sequence[str]] | None = None,
     draft: bool = False,
     idempotency_key: str | None = None,
+    clock: Clock | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
 
     Args:
         channels: channel names, at least one.
         parts: the text of each part; more than one makes a thread.
-        at: the slot; None publishes now.
+        at: the slot; None publishes now. One further in the past than
+            ``HERALD_PAST_SLOT_TOLERANCE`` is refused.
         zone: the IANA zone to show the slot in.
         not_before: an embargo the platform must not see the post before.
         needs_approval: hold the post until someone approves it.
@@ -167,26 +191,24 @@ def submit_post(
         draft: make a draft: never armed until `herald post schedule`.
         idempotency_key: the same key with the same content answers with the post made
             the first time; scoped to the channels' account.
+        clock: where now comes from; the database's by default.
 
     Raises:
-        UserError: no channels or parts, per-channel text for a channel not named, or
-            content a channel's platform refuses.
+        UserError: no channels or parts, an empty part, per-channel text for a channel not
+            named, content a channel's platform refuses, or a slot in the past.
         NotFound: an unknown channel.
         Conflict: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
-    texts = [p for p in parts if p.strip()]
-    if not texts:
-        raise UserError("the post has no text: give --text or --part")
     content = Content(
         channels=tuple(dict.fromkeys(channels)),
-        parts=tuple(texts),
+        parts=tuple(check_parts(parts)),
         channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
     )
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
     with db.transaction() as s:
-        now = _now()
+        now = _now(clock)
         placed = place(s, content)
         if key is not None:
             request = idempotency.request_of(
@@ -194,7 +216,10 @@ def submit_post(
             )
             first = take_idempotency_key(s, placed.account_id, key, request, now)
             if first is not None:
+                # A repeat answers with the first post even once its slot has passed.
                 return Created(idempotency.replayed(first, request), existed=True)
+        if at is not None:
+            refuse_past(at, now, zone)
         post = ledger.insert_post(
             s,
             account_id=placed.account_id,
@@ -217,22 +242,55 @@ def submit_post(
     return Created(post_id, existed=False)
 
 
-def reschedule_post(post_id: int, at: datetime, zone: str = "UTC") -> None:
-    """Move a post to a new slot; its job moves with it."""
+def reschedule_post(post_id: int, at: datetime | None, zone: str = "UTC", *, clock: Clock | None = None) -> None:
+    """Move a post to a new slot (None: now); its job moves with it.
+
+    Raises:
+        UserError: the slot is in the past (beyond the tolerance), or the post has started
+            publishing.
+    """
     with db.transaction() as s:
-        ledger.reschedule_post(s, post_id, at, zone, _now())
+        now = _now(clock)
+        if at is not None:
+            refuse_past(at, now, zone)
+        ledger.reschedule_post(s, post_id, now if at is None else at, zone, now)
     arm(post_id)
 
 
-def cancel_post(post_id: int) -> None:
-    """Cancel what has not been published; the job, if any, is removed."""
+def cancel_post(post_id: int) -> CancelView:
+    """Cancel what has not been published – on a partly published post, the rest; the
+    job, if any, is removed.
+
+    Raises:
+        Conflict: nothing waits to be sent (published, failed, cancelled already, being
+            sent), or an attempt is in doubt.
+    """
     with db.transaction() as s:
-        ledger.cancel_post(s, post_id, _now())
+        done = ledger.cancel_post(s, post_id, _now())
+        stopped = {d.id for d in done.deliveries}
+        deliveries = list(done.post.deliveries)
+        view = CancelView(
+            post=post_id,
+            status=done.post.status,
+            cancelled=tuple(d.channel.name for d in deliveries if d.id in stopped),
+            kept_parts=sum(p.state is PartState.PUBLISHED for d in done.deliveries for p in d.parts),
+            published=tuple(d.channel.name for d in deliveries if d.status is DeliveryStatus.PUBLISHED),
+            ended=tuple(
+                d.channel.name
+                for d in deliveries
+                if d.id not in stopped and d.status in (DeliveryStatus.FAILED, DeliveryStatus.CANCELLED)
+            ),
+        )
     arm(post_id)
+    return view
 
 
 def approve_post(post_id: int) -> None:
-    """Approve a post held for approval; it goes out at its slot, or now if that passed."""
+    """Approve a post held for approval; it goes out at its slot, or now if that passed.
+
+    Raises:
+        Conflict: the post needs no approval, is approved already, or was cancelled.
+    """
     with db.transaction() as s:
         ledger.set_approval(s, post_id, Approval.APPROVED, _now())
         ledger.lift_holds(s, frozenset(ADMISSION_HOLDS), _now(), post_id=post_id)

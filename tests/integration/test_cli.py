@@ -13,6 +13,7 @@ import pytest
 from redis import Redis
 
 from core.config import Settings
+from core.runtime.clock import ManualClock
 from core.services.channels import add_channel
 from core.services.posts import create_post
 from reconciler.tick import tick
@@ -207,7 +208,9 @@ def test_reschedule_without_a_slot_is_refused(herald: Settings, sandbox_url: str
 
 def test_timeline_alarms_and_health_print_tables_and_json(herald: Settings, sandbox_url: str) -> None:
     add_channel("w1", "sandbox-readback", {"base_url": sandbox_url})
-    late = create_post(channels=["w1"], parts=["late"], at=datetime.now(UTC) - timedelta(minutes=3), zone="Asia/Tokyo")
+    # Created three minutes ago for then (a slot in the past is refused now).
+    three_minutes_ago = ManualClock(datetime.now(UTC) - timedelta(minutes=3))
+    late = create_post(channels=["w1"], parts=["late"], zone="Asia/Tokyo", clock=three_minutes_ago)
     Redis.from_url(herald.redis_url).flushdb()  # nothing ran it
     tick()
 

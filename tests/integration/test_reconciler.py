@@ -146,7 +146,10 @@ def test_two_reconcilers_over_the_same_stuck_set_redrive_each_post_once(
     channels: dict[str, str], platform: Sandbox, herald: Settings
 ) -> None:
     long_ago = now() - timedelta(minutes=5)
-    post_ids = [create_post(channels=[channels["native"]], parts=[f"stuck {i}"], at=long_ago) for i in range(10)]
+    # Created five minutes ago for then (a slot in the past is refused now).
+    post_ids = [
+        create_post(channels=[channels["native"]], parts=[f"stuck {i}"], clock=ManualClock(long_ago)) for i in range(10)
+    ]
     for post_id in post_ids:
         assert ledger.claim_post(post_id, "dead-worker", long_ago, herald.lease_seconds, herald.grace_seconds)
     post_queue().empty()
@@ -191,7 +194,10 @@ def test_a_held_post_is_not_armed_by_the_reconciler_and_lifting_the_stop_rearms_
 def test_a_missed_slot_raises_one_alarm_through_the_hook_and_resolves_once_published(
     channels: dict[str, str], platform: Sandbox, herald: Settings, captured: Captured
 ) -> None:
-    post_id = create_post(channels=[channels["native"]], parts=["late"], at=now() - timedelta(minutes=3))
+    # Created three minutes ago for then (a slot in the past is refused now).
+    post_id = create_post(
+        channels=[channels["native"]], parts=["late"], clock=ManualClock(now() - timedelta(minutes=3))
+    )
     Redis.from_url(herald.redis_url).flushdb()  # everything was stopped: no job ran
 
     first = tick()
@@ -333,7 +339,9 @@ def test_a_read_back_sweep_stuck_on_a_platform_that_does_not_answer_does_not_del
     try:
         assert unanswered.searching.wait(timeout=20), "the sweep never asked the platform"
         # Only now, with the sweep stuck inside its call, does a post fall due and miss its slot.
-        late = create_post(channels=[channels["native"]], parts=["late"], at=now() - timedelta(minutes=3))
+        late = create_post(
+            channels=[channels["native"]], parts=["late"], clock=ManualClock(now() - timedelta(minutes=3))
+        )
         Redis.from_url(herald.redis_url).flushdb()  # its job is lost: only a repair pass can arm it again
 
         wait_until(lambda: post_queue().count == 1 and open_missed_slots() == [late], timeout=20)

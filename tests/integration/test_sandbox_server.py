@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -61,8 +62,9 @@ def set_faults(client: httpx.Client, **faults: Any) -> dict[str, Any]:
 # -- the three strategies -----------------------------------------------------------------
 
 
-def test_health_answers_ok(client: httpx.Client) -> None:
-    assert client.get("/sandbox/health").json() == {"ok": True}
+def test_health_answers_ok_and_says_which_process_and_state_file_answer(client: httpx.Client) -> None:
+    # The pid tells `herald run` that the sandbox answering is the one it started.
+    assert client.get("/sandbox/health").json() == {"ok": True, "pid": os.getpid(), "state": ""}
 
 
 def test_created_post_has_id_url_and_creation_time(client: httpx.Client, server: SandboxServer) -> None:

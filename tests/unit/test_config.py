@@ -119,3 +119,30 @@ def test_nan_timeout_is_refused() -> None:
 def test_non_positive_backoff_base_is_refused(raw: str) -> None:
     with pytest.raises(ConfigError, match="HERALD_BACKOFF_BASE"):
         from_env({"HERALD_BACKOFF_BASE": raw})
+
+
+@pytest.mark.parametrize("raw", ["0.001", "1e9", "86400"])
+def test_a_tick_that_would_busy_loop_or_never_come_is_refused(raw: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({"HERALD_TICK_SECONDS": raw})
+    assert (
+        str(info.value) == f"HERALD_TICK_SECONDS={float(raw):g}: give a number of seconds from 0.05 to 3600 (e.g. 60)."
+    )
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-5", "0"])
+def test_a_tick_that_is_no_period_is_refused(raw: str) -> None:
+    with pytest.raises(ConfigError, match="HERALD_TICK_SECONDS"):
+        from_env({"HERALD_TICK_SECONDS": raw})
+
+
+@pytest.mark.parametrize("raw", ["0.05", "1", "3600"])
+def test_a_tick_in_range_is_taken(raw: str) -> None:
+    assert from_env({"HERALD_TICK_SECONDS": raw}).tick_seconds == float(raw)
+
+
+def test_the_past_slot_tolerance_may_be_zero_but_not_negative() -> None:
+    assert Settings().past_slot_tolerance == 60.0
+    assert from_env({"HERALD_PAST_SLOT_TOLERANCE": "0"}).past_slot_tolerance == 0.0
+    with pytest.raises(ConfigError, match="HERALD_PAST_SLOT_TOLERANCE"):
+        from_env({"HERALD_PAST_SLOT_TOLERANCE": "-1"})

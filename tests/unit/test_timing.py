@@ -84,7 +84,9 @@ def test_fold_1_picks_the_second_occurrence_of_a_repeated_local_time() -> None:
     assert instant == datetime(2026, 10, 25, 1, 30, tzinfo=UTC)
 
 
-def test_fold_is_ignored_for_an_unambiguous_local_time() -> None:
+def test_parse_instant_reads_an_unambiguous_local_time_the_same_whatever_the_fold() -> None:
+    # A fold that picks nothing is refused one level up, by core.services.slots.parse_slot
+    # (it knows every local time given: --at and --not-before); see tests/unit/test_slots.py.
     first, _ = parse_instant("2026-12-01T09:00", tz="Europe/Paris", fold=0)
     second, _ = parse_instant("2026-12-01T09:00", tz="Europe/Paris", fold=1)
     assert first == second == datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
