@@ -36,6 +36,7 @@ from core.plugins import manager as plugins
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
 from core.services.content import Content, Placed, checked_texts, place
+from core.services.slots import refuse_past
 from core.services.views import shown_in
 from core.store import db
 from core.store.models import Approval, Delivery, Post
@@ -150,6 +151,8 @@ def edit_post(
     with db.transaction() as s:
         now = _now()
         post = authoring.post_for_edit(s, post_id)
+        if change.at is not None:
+            refuse_past(change.at, now, change.zone or post.zone)
         if revision is not None and revision != post.revision:
             raise Conflict(
                 f"post {post_id} was edited since revision {revision} (it is at {post.revision}); "
@@ -309,7 +312,10 @@ def schedule_draft(post_id: int, at: datetime | None = None, zone: str | None = 
     if zone is not None:
         named_zone(zone)
     with db.transaction() as s:
-        post = authoring.schedule_draft(s, post_id, at, zone, _now())
+        now = _now()
+        if at is not None:
+            refuse_past(at, now, zone or "UTC")
+        post = authoring.schedule_draft(s, post_id, at, zone, now)
         view = ScheduledDraft(post.id, post.status, shown_in(post.scheduled_at, post.zone), post.zone)
     arm(post_id)
     return view

@@ -471,3 +471,21 @@ def test_concurrent_creates_with_one_key_make_one_post(channels: dict[str, str],
         assert s.execute(select(func.count()).select_from(Post)).scalar_one() == 1
         assert s.execute(select(func.count()).select_from(Delivery)).scalar_one() == 2
         assert s.execute(select(IdempotencyKey.post_id)).scalars().all() == answers[:1]
+
+
+def test_an_edit_or_a_draft_scheduled_into_the_past_is_refused_and_nothing_changes(
+    channels: dict[str, str], clock: ManualClock
+) -> None:
+    later = clock.now() + timedelta(hours=2)
+    post_id = create_post(channels=[channels["native"]], parts=["soon"], at=later)
+    draft_id = create_post(channels=[channels["native"]], parts=["draft"], draft=True)
+    an_hour_ago = clock.now() - timedelta(hours=1)
+
+    with pytest.raises(UserError, match="in the past: give a later --at or --in"):
+        edit_post(post_id, PostEdit(at=an_hour_ago))
+    with pytest.raises(UserError, match="in the past"):
+        schedule_draft(draft_id, an_hour_ago)
+
+    assert slot_of(post_id) == later
+    assert post_json(draft_id)["status"] == "draft"
+    assert not has_job(draft_id)
