@@ -82,8 +82,10 @@ def reschedule_post(s: Session, post_id: int, at: datetime, zone: str, now: date
     return post
 
 
-#: The delivery statuses a cancel stops: nothing of them is on its way to the platform.
-CANCELLABLE = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT, DeliveryStatus.HELD})
+#: The delivery statuses a cancel stops: nothing of them is on its way to the platform. A
+#: failed one is among them: cancelling it is how a person gives up on it, so it no longer
+#: waits for one (``post retry`` is the other way out).
+CANCELLABLE = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRY_WAIT, DeliveryStatus.HELD, DeliveryStatus.FAILED})
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,8 @@ def cancel_post(s: Session, post_id: int, now: datetime) -> Cancelled:
     published some parts; what published stays.
 
     Raises:
-        Conflict: an attempt is in doubt, or no delivery is waiting to be sent (the post
-            published, failed, was cancelled already, or is being sent right now).
+        Conflict: an attempt is in doubt, or no delivery is left to stop (the post
+            published, was cancelled already, or is being sent right now).
     """
     post = _post_for_change(s, post_id)
     deliveries = list(post.deliveries)

@@ -117,7 +117,7 @@ class CancelView:
     kept_parts: int
     #: Channels that had published every part: their posts stay on the platform.
     published: tuple[str, ...]
-    #: Channels that had already ended otherwise (failed, or cancelled before).
+    #: Channels that had been cancelled before.
     ended: tuple[str, ...]
 
 

@@ -202,3 +202,22 @@ def test_approving_a_cancelled_post_is_refused(channels: dict[str, str]) -> None
     with pytest.raises(Conflict, match=f"post {post_id} is cancelled: approving it would send nothing"):
         approve_post(post_id)
     assert post_json(post_id)["approval"] == "pending"
+
+
+def test_cancelling_a_failed_post_gives_up_on_it_so_it_no_longer_needs_a_person(
+    channels: dict[str, str], platform: Sandbox, sandbox_url: str
+) -> None:
+    from core.services.health import health
+
+    platform.token("t-forbidden", "forbidden")
+    add_channel("barred", "sandbox-native", {"base_url": sandbox_url, "token": "t-forbidden"})
+    post_id = create_post(channels=["barred"], parts=["no way"])
+    drain()
+    assert post_json(post_id)["status"] == "failed"
+    assert health().failed == 1
+
+    done = cancel_post(post_id)
+
+    assert (done.status, done.cancelled) == ("cancelled", ("barred",))
+    assert health().failed == 0
+    assert platform.posts() == []
