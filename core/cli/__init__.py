@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
+from core.cli import sandbox as cli_sandbox
 from core.cli import support as cli_support
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
@@ -325,6 +326,7 @@ cli_watch.register(app)
 cli_editing.register(post_app)
 cli_find.register(post_app)
 cli_support.register(post_app)
+cli_sandbox.register(sandbox_app)
 
 
 def main() -> None:
