@@ -125,7 +125,8 @@ def create_post(
         raise UserError("the post has no text: give --text or --part")
     with db.transaction() as s:
         now = _now()
-        found = {c.name: c for c in s.execute(select(Channel).where(Channel.name.in_(channels))).scalars()}
+        live = select(Channel).where(Channel.name.in_(channels), Channel.removed_at.is_(None))
+        found = {c.name: c for c in s.execute(live).scalars()}
         missing = [n for n in channels if n not in found]
         if missing:
             raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
