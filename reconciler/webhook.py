@@ -11,22 +11,19 @@ Without a URL it does nothing.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import httpx
 
-from core.config import settings
 from core.plugins.events import AlarmEvent
 from core.plugins.hookspecs import hookimpl
-from core.plugins.manager import read_plugins_toml
+from core.plugins.manager import plugins_toml
 
 log = logging.getLogger(__name__)
 
 
 def webhook_url() -> str | None:
-    section = read_plugins_toml(Path(settings().plugins_toml), "alarms").get("webhook", {})
-    url = section.get("url")
-    return str(url) if url else None
+    """``[alarms.webhook] url``, checked to be an http(s) URL (``core.plugins.plugins_toml``)."""
+    return plugins_toml().webhook_url
 
 
 @hookimpl

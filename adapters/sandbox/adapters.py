@@ -22,7 +22,9 @@ from core.plugins import (
     RateLimited,
     Reason,
     Rejected,
+    Setting,
     Strategy,
+    http_url,
 )
 
 #: How long the sandbox's native strategy remembers an Idempotency-Key (unless a fault says less).
@@ -100,6 +102,16 @@ class SandboxAdapter(Adapter):
 
     version: ClassVar[str] = "1"
     limits: ClassVar[Limits] = Limits(max_chars=500, threads=True)
+    settings: ClassVar[tuple[Setting, ...] | None] = (
+        Setting(
+            "base_url",
+            "the sandbox platform's address, where `herald sandbox serve` listens",
+            required=True,
+            check=http_url,
+            example="http://127.0.0.1:8025",
+        ),
+        Setting("token", "the bearer token the platform checks ('sandbox' when left out)", secret=True),
+    )
     #: The platform's path prefix for this strategy: ``/api/{path_strategy}/posts``.
     path_strategy: ClassVar[str]
 

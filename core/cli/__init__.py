@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from redis.exceptions import RedisError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
+from core.cli import channels as cli_channels
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
 from core.cli import sandbox as cli_sandbox
@@ -35,11 +37,17 @@ app.add_typer(account_app, name="account")
 @app.command()
 def init() -> None:
     """Create the database, or upgrade it to the newest schema."""
-    from core.config import settings
+    from core.config import masked_url, settings
+    from core.domain.errors import ConfigError
     from core.store import schema
+    from core.store.diagnosis import database_problem
 
-    schema.upgrade()
-    out.print(f"database ready: {settings().database_url}")
+    url = settings().database_url
+    try:
+        schema.upgrade()
+    except DBAPIError as exc:
+        raise ConfigError(database_problem(exc, url, initialising=True)) from None
+    out.print(f"database ready: {masked_url(url)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -327,6 +335,7 @@ cli_editing.register(post_app)
 cli_find.register(post_app)
 cli_support.register(post_app)
 cli_sandbox.register(sandbox_app)
+cli_channels.register(channel_app)
 
 
 def main() -> None:
@@ -338,18 +347,14 @@ def main() -> None:
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except HeraldError as exc:
-        # soft_wrap: one line however narrow the terminal (or 80 columns when piped).
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise SystemExit(2) from None
-    except OperationalError as exc:
-        Console(stderr=True).print(
-            f"[red]error:[/] the database is unreachable or not initialised ({exc.orig}); run `herald init`",
-            highlight=False,
-        )
-        raise SystemExit(2) from None
+        _refuse(str(exc))
+    except DBAPIError as exc:
+        from core.config import settings
+        from core.store.diagnosis import database_problem
+
+        _refuse(database_problem(exc, settings().database_url))
     except RedisError as exc:
-        Console(stderr=True).print(f"[red]error:[/] Redis is unreachable ({exc}); check HERALD_REDIS_URL")
-        raise SystemExit(2) from None
+        _refuse(f"Redis is unreachable ({exc}); check HERALD_REDIS_URL")
     except (typer.Abort, KeyboardInterrupt):
         raise SystemExit(130) from None
     except typer.Exit as exc:
@@ -359,6 +364,12 @@ def main() -> None:
             raise
         exc.show()
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
+
+
+def _refuse(message: str) -> NoReturn:
+    """Print ``error: MESSAGE`` on one line (never wrapped, brackets shown as written); exit 2."""
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(message)}", highlight=False)
+    raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

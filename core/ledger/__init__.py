@@ -4,11 +4,13 @@ Every SQL statement that changes them lives in this package, so the rules can be
 one place: ``claim`` (the compare-and-set, admission, keys and ``sending``), ``results``
 (every fenced write of an attempt), ``authoring`` (what people do: create, move, cancel,
 approve, lift holds), ``support`` (what support staff do: retry, a reconnect's lift, an
-attempt in doubt resolved, each recorded), ``moves`` (what they share). What differs between SQLite and
-PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
+attempt in doubt resolved, each recorded), ``channels`` (connected, and a channel's removal
+with the deliveries it cancels), ``moves`` (what they share). What differs between SQLite
+and PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
 """
 
 from core.ledger.authoring import Cancelled, cancel_post, insert_post, lift_holds, reschedule_post, set_approval
+from core.ledger.channels import cancel_deliveries, live_channel, remove_channel, unfinished_deliveries
 from core.ledger.claim import Claim, DeliveryPlan, Early, PartPlan, claim_due_post, claim_post
 from core.ledger.results import (
     delivery_parked,
@@ -28,6 +30,7 @@ __all__ = [
     "DeliveryPlan",
     "Early",
     "PartPlan",
+    "cancel_deliveries",
     "cancel_post",
     "claim_due_post",
     "claim_post",
@@ -36,10 +39,13 @@ __all__ = [
     "fenced",
     "insert_post",
     "lift_holds",
+    "live_channel",
     "part_published",
     "record_publication",
     "release",
+    "remove_channel",
     "renew_lease",
     "reschedule_post",
     "set_approval",
+    "unfinished_deliveries",
 ]

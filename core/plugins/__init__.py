@@ -2,13 +2,15 @@
 
 What an adapter author imports lives here, in one stable place::
 
-    from core.plugins import Adapter, Limits, PublishContext, Published, hookimpl
+    from core.plugins import Adapter, Limits, PublishContext, Published, Setting, hookimpl
+    from core.plugins import boolean, http_url
     from core.plugins import AuthExpired, Ambiguous, NotSent, RateLimited, Rejected, Reason
 """
 
 from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
 from core.domain.states import Reason, Strategy
 from core.plugins.adapter import Adapter, Limits, PublishContext, Published
+from core.plugins.channel_settings import Setting, boolean, http_url
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
 
 __all__ = [
@@ -25,6 +27,9 @@ __all__ = [
     "Reason",
     "RegisterAdapter",
     "Rejected",
+    "Setting",
     "Strategy",
+    "boolean",
     "hookimpl",
+    "http_url",
 ]

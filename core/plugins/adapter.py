@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import httpx
 
 from core.domain.states import Strategy
+from core.plugins.channel_settings import Setting
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Adapter:
         strategy: how an attempt in doubt is resolved (§6).
         key_ttl: seconds the platform remembers an idempotency key (``native_key``).
         limits: what the platform accepts.
+        settings: the channel settings it reads (``core.plugins.channel_settings``), which
+            ``herald channel add`` checks; None (the default) declares none and checks nothing.
     """
 
     name: ClassVar[str]
@@ -79,6 +82,7 @@ class Adapter:
     strategy: ClassVar[Strategy]
     key_ttl: ClassVar[float | None] = None
     limits: ClassVar[Limits] = Limits()
+    settings: ClassVar[tuple[Setting, ...] | None] = None
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.

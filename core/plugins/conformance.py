@@ -21,21 +21,41 @@ pytest then runs every contract test below against that adapter.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 import pytest
 
-from core.domain.errors import Ambiguous, AuthExpired, NotSent, RateLimited, Rejected
+from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, RateLimited, Rejected
 from core.domain.states import Reason, Strategy
 from core.plugins.adapter import Adapter, PublishContext, Published
+from core.plugins.channel_settings import check_settings, declared
 from core.plugins.transport import call_platform
 
 if TYPE_CHECKING:
     import respx
 
 KEY = "conformancekey0000000001z"
+
+
+class ReadSettings(Mapping[str, str]):
+    """A channel's settings that note every name the adapter reads (``get``, ``[]``, ``in``)."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = dict(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.update(self._values)  # an adapter that walks them all reads them all
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class AdapterContract:
@@ -98,6 +118,36 @@ class AdapterContract:
             assert adapter.key_ttl is not None and adapter.key_ttl > 0, "native_key adapters declare key_ttl"
         if adapter.strategy is Strategy.READ_BACK:
             assert adapter.can_find, "read_back adapters implement find()"
+
+    def test_declares_its_channel_settings_and_the_kits_settings_pass_them(self, adapter: Adapter) -> None:
+        cls = type(adapter)
+        assert cls.settings is not None, (
+            f"{cls.__name__} declares no channel settings: set settings = (Setting('base_url', "
+            "'the platform's address', required=True, check=http_url), ...) so `herald channel add` "
+            "can refuse a channel that cannot work"
+        )
+        try:
+            check_settings(cls, self.settings)
+        except ConfigError as exc:
+            raise AssertionError(
+                f"the kit's settings are not valid channel settings of {cls.__name__}: {exc}"
+            ) from None
+
+    def test_it_reads_only_the_channel_settings_it_declares(self, adapter: Adapter, router: respx.MockRouter) -> None:
+        settings = ReadSettings(self.settings)
+        self.respond_published(router)
+        with httpx.Client(timeout=5.0) as client:
+            ctx = PublishContext(settings=settings, client=client, key=KEY, text="conformance")
+            call_platform(lambda: adapter.publish(ctx))
+            if adapter.can_find:
+                self.respond_search(router, True)
+                call_platform(lambda: adapter.find(ctx))
+        known = {s.name for s in declared(type(adapter)) or ()}
+        undeclared = sorted(settings.read - known)
+        assert not undeclared, (
+            f"{type(adapter).__name__} reads channel settings it does not declare: {', '.join(undeclared)}; "
+            "add a Setting for each to its settings, so `herald channel add` checks them"
+        )
 
     def test_a_confirmed_post_returns_the_platforms_id_and_url(
         self, adapter: Adapter, ctx: PublishContext, router: respx.MockRouter

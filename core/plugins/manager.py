@@ -6,12 +6,11 @@ third-party ones; ``plugins.toml`` says which are enabled and holds their settin
 
 from __future__ import annotations
 
+import difflib
 import importlib
-import tomllib
+import logging
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import Any
 
 import pluggy
 
@@ -19,6 +18,10 @@ from core.config import settings
 from core.domain.errors import ConfigError, NotFound
 from core.plugins import hookspecs
 from core.plugins.adapter import Adapter
+from core.plugins.plugins_toml import PluginsToml
+from core.plugins.plugins_toml import read as read_plugins_toml
+
+log = logging.getLogger(__name__)
 
 #: Modules shipped with herald that are plugins like any other.
 DEFAULT_PLUGINS = ("adapters.sandbox", "reconciler.alarm_log", "reconciler.webhook")
@@ -36,22 +39,32 @@ def plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def read_plugins_toml(path: Path, section: str = "adapters") -> dict[str, dict[str, Any]]:
-    """The ``[SECTION.NAME]`` tables of plugins.toml; empty when the file is absent.
+def plugins_toml() -> PluginsToml:
+    """plugins.toml as the settings name it, checked; an adapter table naming no loaded
+    adapter is reported once, in one line (a typo, or a plugin that is not installed).
 
     Raises:
-        ConfigError: the file is not valid TOML.
+        ConfigError: the file is missing, not TOML, or an entry has the wrong shape.
     """
-    if not path.exists():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the line it names.") from None
-    tables = data.get(section, {})
-    if not isinstance(tables, dict):
-        raise ConfigError(f"{path}: [{section}] must be a table of [{section}.NAME] tables.")
-    return tables
+    loaded = read_plugins_toml(settings().plugins_toml)
+    names = registered()
+    for name in loaded.unknown(names):
+        _report_unknown(str(loaded.path), name, tuple(sorted(names)))
+    return loaded
+
+
+@cache
+def _report_unknown(path: str, name: str, known: tuple[str, ...]) -> None:
+    close = difflib.get_close_matches(name, known, n=1)
+    guess = f"did you mean [adapters.{close[0]}]? " if close else ""
+    log.warning(
+        "%s: [adapters.%s] names no adapter herald has loaded (loaded: %s); %s"
+        "fix the name, or install the plugin that provides it",
+        path,
+        name,
+        ", ".join(known) or "none",
+        guess,
+    )
 
 
 @dataclass(frozen=True)
@@ -82,28 +95,35 @@ def registered() -> dict[str, tuple[type[Adapter], str]]:
 
 def describe() -> list[AdapterInfo]:
     """What ``herald adapters`` lists."""
-    config = read_plugins_toml(Path(settings().plugins_toml))
+    config = plugins_toml()
     return [
-        AdapterInfo(name, cls.version, str(cls.strategy), cls.key_ttl, plugin, _enabled(config, name))
+        AdapterInfo(name, cls.version, str(cls.strategy), cls.key_ttl, plugin, config.enabled(name))
         for name, (cls, plugin) in sorted(registered().items())
     ]
 
 
-def _enabled(config: dict[str, dict[str, Any]], name: str) -> bool:
-    # Without a plugins.toml every registered adapter is on; with one, the ones it lists.
-    if not config:
-        return True
-    return name in config and bool(config[name].get("enabled", True))
+def adapter_class(name: str) -> type[Adapter] | None:
+    """The class of the adapter called ``name``, enabled or not; None when no plugin registers it."""
+    found = registered().get(name)
+    return found[0] if found is not None else None
 
 
 @cache
 def _instances(toml_path: str) -> dict[str, Adapter]:
-    config = read_plugins_toml(Path(toml_path))
+    config = plugins_toml()
     return {
-        name: cls({k: v for k, v in config.get(name, {}).items() if k != "enabled"})
-        for name, (cls, _plugin) in registered().items()
-        if _enabled(config, name)
+        name: cls(dict(config.config(name))) for name, (cls, _plugin) in registered().items() if config.enabled(name)
     }
+
+
+def load() -> None:
+    """Load the enabled adapters now (a worker before its first job): a broken
+    plugins.toml is refused at start, not in the middle of a publish.
+
+    Raises:
+        ConfigError: plugins.toml cannot work.
+    """
+    _instances(settings().plugins_toml)
 
 
 def adapter(name: str) -> Adapter:
@@ -115,5 +135,11 @@ def adapter(name: str) -> Adapter:
     instances = _instances(settings().plugins_toml)
     if name not in instances:
         known = ", ".join(sorted(instances)) or "none"
+        if name in registered():
+            path = plugins_toml().path
+            raise NotFound(
+                f"no enabled adapter {name!r} (enabled: {known}): {path} leaves it off; "
+                f"set enabled = true under [adapters.{name}]"
+            )
         raise NotFound(f"no enabled adapter {name!r} (enabled: {known}); see `herald adapters` and plugins.toml")
     return instances[name]

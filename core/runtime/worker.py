@@ -15,6 +15,7 @@ from typing import Any
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
+from core.plugins import manager as plugins
 from core.runtime.arming import PUBLISH_FUNC, arm
 from core.runtime.job import JobOutcome
 from core.runtime.queue import connection, post_queue
@@ -67,6 +68,11 @@ class HeraldWorker(SimpleWorker):
 
 
 def run_worker(*, burst: bool = False, with_scheduler: bool = True, **kwargs: Any) -> bool:
-    """Work the post queue until stopped (or until it is empty, with ``burst``)."""
+    """Work the post queue until stopped (or until it is empty, with ``burst``).
+
+    Raises:
+        ConfigError: plugins.toml cannot work; refused before the first job, not in one.
+    """
+    plugins.load()
     worker = HeraldWorker([post_queue()], connection=connection())
     return bool(worker.work(burst=burst, with_scheduler=with_scheduler, **kwargs))

@@ -94,7 +94,12 @@ def checked_channels(s: Session, content: Content) -> tuple[int, dict[str, Chann
             f"--channel-text names {', '.join(strays)}, which the post does not go to "
             f"(its channels: {', '.join(content.channels)}); add it with --channel, or drop its --channel-text"
         )
-    found = {c.name: c for c in s.execute(select(Channel).where(Channel.name.in_(content.channels))).scalars()}
+    found = {
+        c.name: c
+        for c in s.execute(
+            select(Channel).where(Channel.name.in_(content.channels), Channel.removed_at.is_(None))
+        ).scalars()
+    }
     missing = [n for n in content.channels if n not in found]
     if missing:
         raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")

@@ -34,7 +34,11 @@ def set_emergency_stop(on: bool, account: str | None = None) -> list[int]:
 
 
 def set_account_status(account: str, status: AccountStatus) -> list[int]:
-    """Mark an account active, unpaid or suspended; back to active re-admits its posts."""
+    """Mark an account active, unpaid or suspended; back to active re-admits its posts.
+
+    Raises:
+        NotFound: no account of that name (a typo never makes one).
+    """
     with db.transaction() as s:
-        account_named(s, account, create=True).status = status
+        account_named(s, account).status = status
     return lift_admission_holds() if status is AccountStatus.ACTIVE else []

@@ -28,6 +28,10 @@ def _enum(kind: type[enum.Enum]) -> Enum:
     )
 
 
+#: Longest name of an account or a channel.
+NAME_LENGTH = 120
+
+
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}
 
@@ -54,7 +58,7 @@ class Account(Base):
     __tablename__ = "accounts"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(120), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     status: Mapped[AccountStatus] = mapped_column(_enum(AccountStatus), default=AccountStatus.ACTIVE)
     emergency_stop: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
@@ -75,11 +79,14 @@ class Channel(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
-    name: Mapped[str] = mapped_column(String(120), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     platform: Mapped[str] = mapped_column(String(64))
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     connected: Mapped[bool] = mapped_column(default=True)
     created_at: Mapped[datetime]
+    #: Set by `herald channel remove` on a channel whose posts keep its history; such a
+    #: channel is renamed to free its name, and nothing is sent to it again.
+    removed_at: Mapped[datetime | None]
 
 
 class Post(Base):

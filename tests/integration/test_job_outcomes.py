@@ -17,10 +17,11 @@ from core.config import Settings
 from core.domain.states import DeliveryStatus, PartState, Reason
 from core.runtime import job
 from core.runtime.clock import ManualClock
-from core.services.channels import add_channel, reconnect_channel
+from core.services.channels import reconnect_channel
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Delivery, Post
+from tests.integration.channels_made_before import add_unchecked_channel
 from tests.integration.conftest import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -49,7 +50,7 @@ def lease_owner(post_id: int) -> str | None:
 def test_a_channel_missing_a_required_setting_is_held_misconfigured_with_the_fix_after_one_attempt(
     herald: Settings, clock: ManualClock, platform: Sandbox, platform_name: str
 ) -> None:
-    add_channel("nourl", platform_name, {"token": "t-ok"})
+    add_unchecked_channel("nourl", platform_name, {"token": "t-ok"})
     post_id = create_post(channels=["nourl"], parts=["no base_url"])
 
     outcome = job.publish_post(post_id)
@@ -153,7 +154,7 @@ def test_a_part_of_a_delivery_row_missing_its_channel_adapter_is_held_misconfigu
 def test_a_misconfigured_channel_reconnected_with_its_setting_publishes_without_anything_else(
     herald: Settings, sandbox_url: str, platform: Sandbox, clock: ManualClock
 ) -> None:
-    add_channel("nourl", "sandbox-native", {"token": "t-ok"})
+    add_unchecked_channel("nourl", "sandbox-native", {"token": "t-ok"})
     post_id = create_post(channels=["nourl"], parts=["fixed by a reconnect"])
     job.publish_post(post_id)
     assert delivery(post_id).reason is Reason.CHANNEL_MISCONFIGURED

@@ -21,6 +21,7 @@ from core.services.timeline import timeline
 from core.store import db
 from core.store.models import AlarmKind, Approval, Channel, Tick
 from reconciler.tick import tick
+from tests.integration.channels_made_before import add_unchecked_channel
 from tests.integration.conftest import Sandbox, drain, post_json
 
 pytestmark = pytest.mark.integration
@@ -152,7 +153,11 @@ def test_health_names_every_problem_until_the_reconciler_runs(channels: dict[str
 
 
 def test_channel_views_mask_secrets_and_show_other_settings_whole(sandbox_url: str, herald: Settings) -> None:
-    add_channel("m1", "sandbox-native", {"base_url": sandbox_url, "token": "sk-live-0123456789", "api_key": "k9"})
+    # api_key: a setting the adapter does not declare, on a channel made before it declared
+    # its settings: masked by its name.
+    add_unchecked_channel(
+        "m1", "sandbox-native", {"base_url": sandbox_url, "token": "sk-live-0123456789", "api_key": "k9"}
+    )
 
     (view,) = show_channels()
 

@@ -146,3 +146,41 @@ def test_the_past_slot_tolerance_may_be_zero_but_not_negative() -> None:
     assert from_env({"HERALD_PAST_SLOT_TOLERANCE": "0"}).past_slot_tolerance == 0.0
     with pytest.raises(ConfigError, match="HERALD_PAST_SLOT_TOLERANCE"):
         from_env({"HERALD_PAST_SLOT_TOLERANCE": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("mysql://herald:s3cret@db/herald", "mysql://herald:***@db/herald"),
+        ("garbage", "garbage"),
+        ("postgres://h@db/herald", "postgres://h@db/herald"),
+        ("sqlite:herald.db", "sqlite:herald.db"),
+        ("postgresql://h@db:port/herald", "postgresql://h@db:port/herald"),
+    ],
+)
+def test_a_database_url_herald_does_not_speak_is_one_line_naming_the_two_it_does(url: str, shown: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({"HERALD_DATABASE_URL": url})
+    assert str(info.value) == (
+        f"HERALD_DATABASE_URL={shown!r}: herald speaks sqlite:///PATH (e.g. sqlite:///herald.db) "
+        "and postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE URLs"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:///herald.db", "sqlite:////var/lib/herald.db", "sqlite://", "postgresql://h:pw@db:5432/herald"]
+)
+def test_the_database_urls_herald_speaks_are_taken(url: str) -> None:
+    assert from_env({"HERALD_DATABASE_URL": url}).database_url == url
+
+
+def test_a_shown_database_url_never_carries_its_password() -> None:
+    from core.config import masked_url
+
+    assert masked_url("postgresql://herald:s3cret@db:5432/herald") == "postgresql://herald:***@db:5432/herald"
+    assert masked_url("postgresql://herald@db/herald") == "postgresql://herald@db/herald"
+    assert masked_url("sqlite:///herald.db") == "sqlite:///herald.db"
+
+
+def test_plugins_toml_defaults_to_none_named() -> None:
+    assert Settings().plugins_toml == ""

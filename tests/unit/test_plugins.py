@@ -41,6 +41,7 @@ def test_every_hook_is_documented_in_the_module_and_in_the_plugin_guide() -> Non
 @pytest.fixture
 def toml(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "plugins.toml"
+    path.write_text("")  # empty: every adapter enabled, until a test writes its own
     config.use(Settings(plugins_toml=str(path)))
     plugins._instances.cache_clear()
     yield path

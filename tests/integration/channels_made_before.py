@@ -1,0 +1,29 @@
+"""Channels as herald stored them before adapters declared their settings (§9): unchecked.
+
+``herald channel add`` now refuses a channel its adapter cannot work with; channels made
+before stay in the database, and ``channel_misconfigured`` at publish time is still the
+net for them. Tests make such a channel with :func:`add_unchecked_channel`.
+"""
+
+from __future__ import annotations
+
+from core.runtime.clock import DatabaseClock
+from core.services.channels import DEFAULT_ACCOUNT, account_named
+from core.store import db
+from core.store.models import Channel
+
+
+def add_unchecked_channel(name: str, platform: str, settings: dict[str, str], account: str = DEFAULT_ACCOUNT) -> int:
+    """A channel row written as it is, without checking its settings. Returns its id."""
+    with db.transaction() as s:
+        owner = account_named(s, account, create=True)
+        channel = Channel(
+            name=name,
+            platform=platform,
+            settings=settings,
+            account_id=owner.id,
+            created_at=DatabaseClock(db.engine()).now(),
+        )
+        s.add(channel)
+        s.flush()
+        return channel.id
