@@ -1,7 +1,7 @@
 """idempotency keys of creates; per-channel text of posts
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-12-02 10:00:00.000000
 """
 

@@ -1,7 +1,7 @@
 """support actions: what people did to a delivery, a fresh attempt budget, an accepted resend
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-12-02 10:00:00.000000
 """
 
