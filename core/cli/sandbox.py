@@ -17,7 +17,7 @@ from adapters.sandbox.store import TOKEN_STATES
 from core.cli.output import JsonOpt, out, print_json
 from core.domain.errors import UserError
 
-UrlOpt = Annotated[str, typer.Option("--url", help="The sandbox platform's address.")]
+UrlOpt = Annotated[str, typer.Option("--url", envvar="HERALD_SANDBOX_URL", help="The sandbox platform's address.")]
 DEFAULT_URL = "http://127.0.0.1:8025"
 
 

@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from redis import Redis
 
@@ -257,3 +258,21 @@ def test_a_channel_made_before_without_its_base_url_is_held_misconfigured_and_po
     assert delivery["parts"][0]["state"] == "unsent"  # nothing was sent: not held as in doubt
     shown = herald_cmd("post", "show", post_id).stdout
     assert "channel_misconfigured" in shown and "--set base_url=" in shown
+
+
+def test_sandbox_token_and_fault_refuse_bad_input_in_one_line(sandbox_url: str, platform: Sandbox) -> None:
+    bad_state = herald_cmd("sandbox", "token", "t9", "bogus", "--url", sandbox_url)
+    assert bad_state.returncode == 2
+    assert bad_state.stderr.strip() == "error: 'bogus' is not a token state: use one of ok, revoked, forbidden"
+    unknown = herald_cmd("sandbox", "fault", "--set", "drop_after_acept=1", "--url", sandbox_url)
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.startswith("error: the sandbox refused: unknown fault field(s) ['drop_after_acept']")
+    nobody = herald_cmd("sandbox", "token", "t9", "ok", "--url", "http://127.0.0.1:9")
+    assert nobody.returncode == 2 and "no sandbox platform answers at http://127.0.0.1:9" in nobody.stderr
+
+    done = herald_cmd(
+        "sandbox", "fault", "--set", "rate_limit=1", "--set", "strategies=none,readback", "--url", sandbox_url
+    )
+    assert done.returncode == 0, done.stderr
+    faults = httpx.get(f"{sandbox_url}/sandbox/faults").json()
+    assert (faults["rate_limit"], faults["strategies"]) == (1.0, ["none", "readback"])
