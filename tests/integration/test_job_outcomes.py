@@ -29,7 +29,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def clock(herald: Settings) -> ManualClock:
-    at = ManualClock(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1))
+    # Ahead of the real clock by more than a slow machine takes to create a post "now", so
+    # the post is due on it (a job that found its post early would do nothing).
+    at = ManualClock(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5))
     job.use_clock(at)
     return at
 
