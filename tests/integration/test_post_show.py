@@ -7,36 +7,23 @@ import json
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
 
 from core.config import Settings
 from core.domain.states import DeliveryStatus, Reason
 from core.services.posts import create_post, show_post
-from core.store import db
-from core.store.models import Channel, Delivery, DeliveryPart
 from tests.integration.conftest import Sandbox, drain
 from tests.integration.test_cli import herald_cmd
 
 pytestmark = pytest.mark.integration
 
 
-def _channel_text(post_id: int, channel: str, index: int, text: str) -> None:
-    """Give one channel its own text for a part, where a per-channel text is stored."""
-    with db.transaction() as s:
-        delivery_id = s.execute(
-            select(Delivery.id).join(Channel).where(Delivery.post_id == post_id, Channel.name == channel)
-        ).scalar_one()
-        s.execute(
-            update(DeliveryPart)
-            .where(DeliveryPart.delivery_id == delivery_id, DeliveryPart.idx == index)
-            .values(text=text)
-        )
-
-
 def test_show_gives_every_parts_text_and_a_channels_text_only_where_it_differs(channels: dict[str, str]) -> None:
     n1, r1 = channels["native"], channels["readback"]
-    post_id = create_post(channels=[n1, r1], parts=["the first part", "the second part"])
-    _channel_text(post_id, r1, 0, "the first part, shorter for r1")
+    post_id = create_post(
+        channels=[n1, r1],
+        parts=["the first part", "the second part"],
+        channel_texts={r1: ["the first part, shorter for r1", "the second part"]},
+    )
 
     post = show_post(post_id)
 
@@ -71,11 +58,10 @@ def test_post_show_prints_the_texts_a_channels_own_text_and_the_next_attempt(
         assert added.returncode == 0, added.stderr
     created = herald_cmd(
         "post", "create", "--channel", "s1", "--channel", "s2", "--part", "hello [world]", "--part", "and more",
-        "--in", "0s",
+        "--channel-text", "s2=hello [world]", "--channel-text", "s2=and more, for s2", "--in", "0s",
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     post_id = created.stdout.strip()
-    _channel_text(int(post_id), "s2", 1, "and more, for s2")
     platform.faults(rate_limit=1.0, retry_after=600, times=1, strategies=["native"])
     assert herald_cmd("worker", "--burst", "--no-scheduler").returncode == 0
 
