@@ -426,7 +426,8 @@ def test_the_health_counts_use_an_index_not_a_full_scan(herald: Settings, query:
 
 def test_an_alarm_is_resolved_by_hand_once_and_unknown_ones_are_refused(herald: Settings, sandbox_url: str) -> None:
     add_channel("w1", "sandbox-native", {"base_url": sandbox_url})
-    create_post(channels=["w1"], parts=["late"], at=datetime.now(UTC) - timedelta(minutes=3))
+    then = datetime.now(UTC) - timedelta(minutes=3)
+    create_post(channels=["w1"], parts=["late"], clock=ManualClock(then))  # made then, for then
     Redis.from_url(herald.redis_url).flushdb()  # nothing ran it
     tick()
     (alarm,) = list_alarms()

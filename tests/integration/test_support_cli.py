@@ -12,6 +12,7 @@ import pytest
 from redis import Redis
 
 from core.config import Settings
+from core.runtime.clock import ManualClock
 from core.services.channels import add_channel
 from core.services.posts import create_post
 from reconciler.tick import tick
@@ -197,7 +198,8 @@ def test_health_shows_what_needs_a_person_and_the_stop_and_exits_3(
 
 def test_alarms_resolve_resolves_an_open_alarm_once_and_alarms_still_lists(herald: Settings, sandbox_url: str) -> None:
     add_channel("w1", "sandbox-native", {"base_url": sandbox_url})
-    create_post(channels=["w1"], parts=["late"], at=datetime.now(UTC) - timedelta(minutes=3))
+    then = datetime.now(UTC) - timedelta(minutes=3)
+    create_post(channels=["w1"], parts=["late"], clock=ManualClock(then))  # made then, for then
     Redis.from_url(herald.redis_url).flushdb()  # nothing ran it
     tick()
     (alarm,) = herald_json("alarms")
