@@ -143,6 +143,16 @@ def add_channel(name: str, platform: str, settings: dict[str, str], account: str
     _check_name(name, "channel", "--name")
     # Refuse unknown platforms and unusable settings now, not at publish time.
     channel_settings.check_settings(type(plugins.adapter(platform)), settings)
+    return insert_channel(name, platform, settings, account)
+
+
+def insert_channel(name: str, platform: str, settings: dict[str, str], account: str = DEFAULT_ACCOUNT) -> int:
+    """The channel row, its settings taken as they are (:func:`add_channel` checks them
+    first). Returns its id.
+
+    Raises:
+        Conflict: a channel of that name exists.
+    """
     with db.transaction() as s:
         if s.execute(select(Channel.id).where(Channel.name == name)).first():
             raise Conflict(

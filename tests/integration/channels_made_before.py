@@ -7,23 +7,9 @@ net for them. Tests make such a channel with :func:`add_unchecked_channel`.
 
 from __future__ import annotations
 
-from core.runtime.clock import DatabaseClock
-from core.services.channels import DEFAULT_ACCOUNT, account_named
-from core.store import db
-from core.store.models import Channel
+from core.services.channels import DEFAULT_ACCOUNT, insert_channel
 
 
 def add_unchecked_channel(name: str, platform: str, settings: dict[str, str], account: str = DEFAULT_ACCOUNT) -> int:
     """A channel row written as it is, without checking its settings. Returns its id."""
-    with db.transaction() as s:
-        owner = account_named(s, account, create=True)
-        channel = Channel(
-            name=name,
-            platform=platform,
-            settings=settings,
-            account_id=owner.id,
-            created_at=DatabaseClock(db.engine()).now(),
-        )
-        s.add(channel)
-        s.flush()
-        return channel.id
+    return insert_channel(name, platform, settings, account)
