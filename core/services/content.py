@@ -63,18 +63,24 @@ def parse_channel_texts(items: Sequence[str], *, resets: bool = False) -> dict[s
     return parsed
 
 
-def checked_texts(texts: Iterable[str], what: str) -> tuple[str, ...]:
-    """``texts`` with none of them blank.
+def checked_texts(texts: Iterable[str], what: str | None = None) -> tuple[str, ...]:
+    """``texts`` if there is at least one and none is blank (what any front door sends).
+
+    Args:
+        what: whose texts they are, for the message (e.g. "the text for n1"); None: the post's.
 
     Raises:
-        UserError: no text at all, or a blank part.
+        UserError: no text at all, or a blank part (named by its number).
     """
     given = tuple(texts)
     if not given:
+        if what is None:
+            raise UserError("the post has no text: give --text, or --part for each part of a thread")
         raise UserError(f"{what} has no text: give --text or --part")
     for i, text in enumerate(given, 1):
         if not text.strip():
-            raise UserError(f"part {i} of {what} is empty: give it some text, or leave the part out")
+            whose = f" ({what})" if what else ""
+            raise UserError(f"part {i} of {len(given)}{whose} is empty: give it text, or leave it out")
     return given
 
 

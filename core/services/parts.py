@@ -1,5 +1,6 @@
 """A post's parts as people give them: ``--text`` for a one-part post, ``--part`` for
-each part of a thread, or a parts file – one way at a time, and no part empty.
+each part of a thread, or a parts file – one way at a time (``create_post`` refuses an
+empty part, whichever front door sent it).
 
 Mixing them used to make a thread silently (``--text a --part b``), and an empty part
 was dropped without a word: either way the post published was not the one asked for.
@@ -43,18 +44,4 @@ def gather_parts(text: str | None, parts: Sequence[str], parts_file: str | None 
         if not found:
             raise UserError("the parts file has no text: write each part, separated by a line ---")
         return found
-    return list(parts)  # each is checked by create_post (check_parts), as from any front door
-
-
-def check_parts(parts: Sequence[str]) -> list[str]:
-    """``parts``, if there is at least one and none is empty (what any front door sends).
-
-    Raises:
-        UserError: no part, or an empty one (named by its number).
-    """
-    if not parts:
-        raise UserError("the post has no text: give --text, or --part for each part of a thread")
-    for number, part in enumerate(parts, 1):
-        if not part.strip():
-            raise UserError(f"part {number} of {len(parts)} is empty: give it text, or leave it out")
-    return list(parts)
+    return list(parts)  # each is checked by create_post (content.checked_texts), as from any front door

@@ -21,7 +21,6 @@ from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
 from core.services.content import Content, checked_texts, place
-from core.services.parts import check_parts
 from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
@@ -203,7 +202,7 @@ def submit_post(
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
     content = Content(
         channels=tuple(dict.fromkeys(channels)),
-        parts=tuple(check_parts(parts)),
+        parts=checked_texts(parts),
         channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
     )
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.domain.errors import UserError
-from core.services.parts import check_parts, gather_parts
+from core.services.content import checked_texts
+from core.services.parts import gather_parts
 
 
 def test_text_is_a_one_part_post_and_parts_are_a_thread() -> None:
@@ -55,9 +56,9 @@ def test_mixed_or_empty_input_is_refused_never_reshaped(
 )
 def test_an_empty_part_is_refused_by_its_number_not_dropped(parts: list[str], said: str) -> None:
     with pytest.raises(UserError) as info:
-        check_parts(parts)
+        checked_texts(parts)
     assert str(info.value) == said
 
 
 def test_parts_with_text_are_kept_as_written() -> None:
-    assert check_parts([" a ", "b\n"]) == [" a ", "b\n"]
+    assert checked_texts([" a ", "b\n"]) == (" a ", "b\n")
