@@ -161,29 +161,29 @@ def test_an_instant_or_a_duration_out_of_range_is_one_clear_line(channel: str, w
 
 
 def test_fold_picks_the_first_or_second_occurrence_of_a_repeated_local_time(channel: str) -> None:
-    # Berlin falls back on 2027-10-31 from 03:00 CEST to 02:00 CET: 02:30 happens twice.
-    at = ["--at", "2027-10-31T02:30", "--zone", "Europe/Berlin"]
+    # Berlin falls back on 2030-10-27 from 03:00 CEST to 02:00 CET: 02:30 happens twice.
+    at = ["--at", "2030-10-27T02:30", "--zone", "Europe/Berlin"]
     message = refused("post", "create", "--channel", channel, "--text", "x", *at)
     assert message == (
-        "2027-10-31T02:30 happens twice in Europe/Berlin (the clocks fall back): "
+        "2030-10-27T02:30 happens twice in Europe/Berlin (the clocks fall back): "
         "say which with --fold 0 (00:30 UTC) or --fold 1 (01:30 UTC)"
     )
     first = shown(created("--channel", channel, "--text", "first", *at, "--fold", "0"))
     second = shown(created("--channel", channel, "--text", "second", *at, "--fold", "1"))
-    assert (first["scheduled_at"], second["scheduled_at"]) == ("2027-10-31T02:30:00+02:00", "2027-10-31T02:30:00+01:00")
+    assert (first["scheduled_at"], second["scheduled_at"]) == ("2030-10-27T02:30:00+02:00", "2030-10-27T02:30:00+01:00")
     instants = [datetime.fromisoformat(str(p["scheduled_at"])).astimezone(UTC) for p in (first, second)]
-    assert instants == [datetime(2027, 10, 31, 0, 30, tzinfo=UTC), datetime(2027, 10, 31, 1, 30, tzinfo=UTC)]
+    assert instants == [datetime(2030, 10, 27, 0, 30, tzinfo=UTC), datetime(2030, 10, 27, 1, 30, tzinfo=UTC)]
 
 
 def test_a_local_time_that_does_not_exist_is_refused_with_the_fix(channel: str) -> None:
     for fold in ([], ["--fold", "1"]):
         message = refused(
             "post", "create", "--channel", channel, "--text", "x",
-            "--at", "2027-03-28T02:30", "--zone", "Europe/Berlin", *fold,
+            "--at", "2030-03-31T02:30", "--zone", "Europe/Berlin", *fold,
         )  # fmt: skip
         assert message == (
-            "2027-03-28T02:30 does not exist in Europe/Berlin: the clocks skip over it (spring forward). "
-            "Pick a time outside the gap, e.g. 2027-03-28T03:30."
+            "2030-03-31T02:30 does not exist in Europe/Berlin: the clocks skip over it (spring forward). "
+            "Pick a time outside the gap, e.g. 2030-03-31T03:30."
         )
     assert count(Post) == 0
 
@@ -191,11 +191,11 @@ def test_a_local_time_that_does_not_exist_is_refused_with_the_fix(channel: str) 
 def test_fold_on_a_time_that_happens_once_is_refused_not_ignored(channel: str) -> None:
     message = refused(
         "post", "create", "--channel", channel, "--text", "x",
-        "--at", "2027-10-30T02:30", "--zone", "Europe/Berlin", "--fold", "1",
+        "--at", "2030-10-26T02:30", "--zone", "Europe/Berlin", "--fold", "1",
     )  # fmt: skip
     assert message == (
         "--fold picks one of the two occurrences of a local time that happens twice (when the clocks fall back), "
-        "but 2027-10-30T02:30 happens once in Europe/Berlin: drop --fold"
+        "but 2030-10-26T02:30 happens once in Europe/Berlin: drop --fold"
     )
     assert count(Post) == 0
 

@@ -151,7 +151,7 @@ def test_the_readme_using_it_script_runs_in_order_and_does_what_it_says(herald_r
     hello = herald_run.post(ids["HELLO"])
     assert (hello["revision"], hello["texts"]) == (2, ["Hello, world"])
     launch = herald_run.post(ids["LAUNCH"])
-    assert (launch["scheduled_at"], launch["zone"]) == ("2027-12-01T09:30:00+01:00", "Europe/Paris")
+    assert (launch["scheduled_at"], launch["zone"]) == ("2030-12-02T09:30:00+01:00", "Europe/Paris")
     assert herald_run.post(ids["THREAD"])["texts"] == ["A thread, 1/3", "2/3", "3/3"]
     assert herald_run.post(ids["SHORT"])["status"] == "cancelled"
     assert herald_run.post(ids["DRAFT"])["status"] == "scheduled"
