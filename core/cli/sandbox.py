@@ -16,6 +16,7 @@ import typer
 from adapters.sandbox.store import TOKEN_STATES
 from core.cli.output import JsonOpt, out, print_json
 from core.domain.errors import UserError
+from core.services.channels import mask
 
 UrlOpt = Annotated[str, typer.Option("--url", envvar="HERALD_SANDBOX_URL", help="The sandbox platform's address.")]
 DEFAULT_URL = "http://127.0.0.1:8025"
@@ -57,7 +58,7 @@ def register(sandbox_app: typer.Typer) -> None:
         if state not in TOKEN_STATES:
             raise UserError(f"{state!r} is not a token state: use one of {', '.join(TOKEN_STATES)}")
         _admin("PUT", url, f"tokens/{name}", {"state": state})
-        out.print(f"sandbox token {name}: {state}")
+        out.print(f"sandbox token {mask(name)}: {state}")  # a token is a secret: never printed whole
 
     @sandbox_app.command("fault")
     def fault(

@@ -267,6 +267,9 @@ def test_sandbox_token_and_fault_refuse_bad_input_in_one_line(sandbox_url: str, 
     unknown = herald_cmd("sandbox", "fault", "--set", "drop_after_acept=1", "--url", sandbox_url)
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
     assert unknown.stderr.startswith("error: the sandbox refused: unknown fault field(s) ['drop_after_acept']")
+    revoked = herald_cmd("sandbox", "token", "t-secret-9", "revoked", "--url", sandbox_url)
+    assert revoked.returncode == 0, revoked.stderr
+    assert "t-secret-9" not in revoked.stdout and "revoked" in revoked.stdout  # a token is never printed whole
     nobody = herald_cmd("sandbox", "token", "t9", "ok", "--url", "http://127.0.0.1:9")
     assert nobody.returncode == 2 and "no sandbox platform answers at http://127.0.0.1:9" in nobody.stderr
 
