@@ -9,6 +9,7 @@
     │   └── ConfigError           a setting or plugins.toml entry that cannot work
     ├── PublishError              the outcome of one platform call that did not confirm a post
     │   ├── NotSent               provably never reached the platform: safe to send again
+    │   │   └── MediaNotReady     an attachment is still processing on the platform: not sent
     │   ├── Ambiguous             may have landed: the part stays ``sending``
     │   ├── RateLimited           the platform asked us to wait ``retry_after`` seconds
     │   ├── Rejected              terminal refusal, with one ``Reason``
@@ -60,6 +61,11 @@ class PublishError(HeraldError):
 
 class NotSent(PublishError):
     """The request provably never reached the platform; sending again is safe."""
+
+
+class MediaNotReady(NotSent):
+    """The platform has not finished processing an attachment, so the part was not sent:
+    it waits (``media_not_ready``) and is sent with it later, never without it."""
 
 
 class Ambiguous(PublishError):

@@ -3,22 +3,48 @@
 What an adapter author imports lives here, in one stable place::
 
     from core.plugins import Adapter, Limits, PublishContext, Published, Setting, hookimpl
+    from core.plugins import Attachment, MediaFile, UploadContext, Uploaded, IMAGE_TYPES
     from core.plugins import boolean, http_url
-    from core.plugins import AuthExpired, Ambiguous, NotSent, RateLimited, Rejected, Reason
+    from core.plugins import AuthExpired, Ambiguous, MediaNotReady, NotSent, RateLimited, Rejected, Reason
 """
 
-from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
+from core.domain.errors import (
+    Ambiguous,
+    AuthExpired,
+    ConfigError,
+    MediaNotReady,
+    NotSent,
+    PublishError,
+    RateLimited,
+    Rejected,
+)
 from core.domain.states import Reason, Strategy
-from core.plugins.adapter import Adapter, Limits, PublishContext, Published
+from core.plugins.adapter import (
+    IMAGE_TYPES,
+    MB,
+    Adapter,
+    Attachment,
+    Limits,
+    MediaFile,
+    PublishContext,
+    Published,
+    UploadContext,
+    Uploaded,
+)
 from core.plugins.channel_settings import Setting, boolean, http_url
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
 
 __all__ = [
+    "IMAGE_TYPES",
+    "MB",
     "Adapter",
     "Ambiguous",
+    "Attachment",
     "AuthExpired",
     "ConfigError",
     "Limits",
+    "MediaFile",
+    "MediaNotReady",
     "NotSent",
     "PublishContext",
     "PublishError",
@@ -29,6 +55,8 @@ __all__ = [
     "Rejected",
     "Setting",
     "Strategy",
+    "UploadContext",
+    "Uploaded",
     "boolean",
     "hookimpl",
     "http_url",

@@ -9,7 +9,7 @@ otherwise, mapped from the platform's answer in one function of its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
@@ -17,19 +17,100 @@ import httpx
 from core.domain.states import Strategy
 from core.plugins.channel_settings import Setting
 
+MB = 1024 * 1024
+
+#: The image types most platforms take.
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
 
 @dataclass(frozen=True)
 class Limits:
-    """What a platform accepts; checked when a post is created, not when it is sent."""
+    """What a platform accepts; checked when a post is created, not when it is sent.
+
+    The media fields are checked against each attachment's probed facts (``herald media
+    add``): an adapter that leaves ``max_media`` at 0 takes no attachments at all.
+    """
 
     #: Longest text of one part, in characters.
     max_chars: int = 500
-    #: Most attachments on one part.
-    max_media: int = 4
+    #: Most attachments on one part; 0: the platform takes none (the adapter has no ``upload``).
+    max_media: int = 0
     #: Whether a post may have several parts replying to each other.
     threads: bool = True
     #: Whether a published post can be edited in place.
     edit: bool = False
+    #: The MIME types an attachment may have (``image/png``, ``video/mp4``, ...).
+    media_types: frozenset[str] = field(default_factory=frozenset)
+    #: Largest image, in bytes.
+    max_image_bytes: int = 8 * MB
+    #: Largest video, in bytes.
+    max_video_bytes: int = 40 * MB
+    #: Longest video, in seconds; None: no limit. A video whose length herald could not
+    #: probe (no ``ffprobe``) is let through, and the platform decides.
+    max_video_seconds: float | None = None
+    #: Whether an attachment may carry alt text (a description for people who cannot see it).
+    alt_text: bool = False
+    #: Longest alt text, in characters.
+    max_alt_chars: int = 1500
+
+
+@dataclass(frozen=True)
+class MediaFile:
+    """One attachment as an adapter uploads it: herald's stored file and its probed facts."""
+
+    #: The file's content address (SHA-256, hex): the same bytes, the same digest.
+    digest: str
+    #: Its type, read from its bytes (``image/png``, ``video/mp4``).
+    mime: str
+    size: int
+    #: The name it was added under, for messages.
+    filename: str
+    #: Its alt text on this part, if any.
+    alt: str | None
+    width: int | None
+    height: int | None
+    #: Seconds, for a video whose length was probed; None otherwise.
+    duration: float | None
+    #: Reads the whole file.
+    read: Callable[[], bytes]
+
+    @property
+    def is_video(self) -> bool:
+        return self.mime.startswith("video/")
+
+
+@dataclass(frozen=True)
+class UploadContext:
+    """Everything one upload (or a look at an upload's processing) needs."""
+
+    settings: Mapping[str, str]
+    #: The same client as the part's publish: a hard timeout shorter than the lease.
+    client: httpx.Client
+    file: MediaFile
+    #: A natural key of this attachment on this part (the part's key and its position), for
+    #: platforms that deduplicate uploads; the same on every retry.
+    key: str
+    heartbeat: Callable[[], None] = lambda: None
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """The platform took the file: its own id for it, and whether it can be attached yet."""
+
+    platform_id: str
+    #: False while the platform is still processing it (video transcoding, say): herald
+    #: asks :meth:`Adapter.media_ready` until it is, and sends the part only then.
+    ready: bool = True
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One uploaded attachment of the part being published, in the part's order."""
+
+    #: The platform's id from :meth:`Adapter.upload`.
+    platform_id: str
+    alt: str | None
+    mime: str
 
 
 @dataclass(frozen=True)
@@ -50,8 +131,8 @@ class PublishContext:
     reply_to: str | None = None
     #: The platform id of the thread's first part, for platforms that need it.
     root: str | None = None
-    #: Attachment references of the part.
-    media: tuple[str, ...] = ()
+    #: The part's attachments, uploaded and ready, in order; the post must carry every one.
+    media: tuple[Attachment, ...] = ()
     #: Renews the post's lease; long adapters call it between requests.
     heartbeat: Callable[[], None] = lambda: None
 
@@ -95,6 +176,22 @@ class Adapter:
     def find(self, ctx: PublishContext) -> Published | None:
         """Look the part up by its key (``read_back`` adapters); None when it is not there."""
         raise NotImplementedError
+
+    def upload(self, ctx: UploadContext) -> Uploaded:
+        """Upload one attachment; return the platform's id for it, or raise a PublishError
+        (``Rejected(Reason.MEDIA_INVALID, ...)`` when the platform refuses the file).
+
+        Adapters whose ``limits.max_media`` is above 0 implement it.
+        """
+        raise NotImplementedError
+
+    def media_ready(self, ctx: UploadContext, platform_id: str) -> bool:
+        """Whether the platform has finished processing an upload :meth:`upload` answered
+        as not ready; raise ``Rejected(Reason.MEDIA_INVALID, ...)`` if its processing failed.
+
+        The default says it is ready: a platform that processes synchronously never asks.
+        """
+        return True
 
     def find_all(self, ctx: PublishContext) -> list[Published]:
         """Every copy of the part the platform holds under its key (to detect duplicates).
