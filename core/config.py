@@ -74,6 +74,12 @@ class Settings:
     #: A slot this many seconds in the past (or less) is taken, and publishes at once; one
     #: further back is refused at create and reschedule unless the caller says ``--now``.
     past_slot_tolerance: float = 60.0
+    #: Seconds a job waits for a platform to finish processing an upload before the part
+    #: waits (``media_not_ready``) and is tried again later.
+    media_wait_seconds: float = 60.0
+    #: The ``ffprobe`` program that tells a video's length and size; herald accepts a video
+    #: with an unknown length where it is not installed.
+    ffprobe: str = "ffprobe"
 
     def __post_init__(self) -> None:
         check_database_url(self.database_url)

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from core.cli import channels as cli_channels
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
+from core.cli import media as cli_media
 from core.cli import sandbox as cli_sandbox
 from core.cli import support as cli_support
 from core.cli import watch as cli_watch
@@ -28,10 +29,12 @@ channel_app = typer.Typer(no_args_is_help=True, help="Channels: where posts go."
 post_app = typer.Typer(no_args_is_help=True, help="Posts: create, list, show, edit, schedule, move, cancel, approve.")
 sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
+media_app = typer.Typer(no_args_is_help=True, help="Media: the images and videos posts carry.")
 app.add_typer(channel_app, name="channel")
 app.add_typer(post_app, name="post")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(account_app, name="account")
+app.add_typer(media_app, name="media")
 
 
 @app.command()
@@ -140,9 +143,17 @@ def post_create(
     idempotency_key: Annotated[
         str | None, typer.Option(help="Repeating a create with this key and the same content makes no second post.")
     ] = None,
+    media: Annotated[
+        list[str] | None,
+        typer.Option(help="[PART:]FILE: an image or video for part 1 (or PART); repeat, in order."),
+    ] = None,
+    alt: Annotated[
+        list[str] | None, typer.Option(help="Alt text of the --media before it, in order ('' for none).")
+    ] = None,
 ) -> None:
     """Schedule a post (--now, --at an instant, or --in a delay) and print its id."""
     from core.services.content import parse_channel_texts
+    from core.services.media import parse_attachments
     from core.services.parts import gather_parts
     from core.services.posts import submit_post
     from core.services.slots import parse_slot
@@ -159,6 +170,7 @@ def post_create(
         channel_texts=parse_channel_texts(channel_text or []),
         draft=draft,
         idempotency_key=idempotency_key,
+        media=parse_attachments(media or [], alt or []),
     )
     if created.existed:
         Console(stderr=True).print(
@@ -183,6 +195,11 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
     for i, text in enumerate(post.texts, 1):
         out.print(f"part {i}/{len(post.texts)}: {text}", highlight=False, markup=False)
+        for n, a in enumerate(post.media[i - 1] if i <= len(post.media) else (), 1):
+            alt = f" – alt: {a.alt}" if a.alt else " – no alt text"
+            out.print(
+                f"  attachment {n}: {a.filename} ({a.mime}, media {a.media_id}){alt}", highlight=False, markup=False
+            )
     table = Table("channel", "status", "parts", "reason", "platform id", "url", "attempts")
     for d in post.deliveries:
         table.add_row(
@@ -201,6 +218,13 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
         for p in d.parts:
             if p.text is not None:
                 out.print(f"{d.channel}: part {p.index + 1} reads: {p.text}", highlight=False, markup=False)
+        for u in d.uploads:
+            out.print(
+                f"{d.channel}: part {u.part + 1} attachment {u.position + 1} ({u.filename}) uploaded as "
+                f"{u.platform_id}, {u.state}",
+                highlight=False,
+                markup=False,
+            )
     for d in post.deliveries:
         if len(d.parts) < 2:
             continue
@@ -336,6 +360,7 @@ cli_find.register(post_app)
 cli_support.register(post_app)
 cli_sandbox.register(sandbox_app)
 cli_channels.register(channel_app)
+cli_media.register(media_app)
 
 
 def main() -> None:

@@ -58,6 +58,15 @@ class PartState(StrEnum):
     PUBLISHED = "published"
 
 
+class UploadState(StrEnum):
+    """An attachment uploaded to a platform, for one part on one channel."""
+
+    #: The platform took the file and is still processing it: the part waits.
+    PROCESSING = "processing"
+    #: It can be attached: the part may be sent.
+    READY = "ready"
+
+
 class Strategy(StrEnum):
     #: The platform deduplicates on a key we send; resending with the same key is safe.
     NATIVE_KEY = "native_key"

@@ -13,10 +13,11 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound
+from core.domain.media import media_ids
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
 from core.ledger.moves import delivery_state, delivery_states, move
 from core.store.db import insert_unless_present
-from core.store.models import Approval, Attempt, Delivery, DeliveryPart, IdempotencyKey, Post
+from core.store.models import Approval, Attempt, Delivery, DeliveryPart, IdempotencyKey, Post, PostMedia
 
 
 def insert_post(
@@ -54,7 +55,15 @@ def insert_post(
         delivery.parts = _part_rows((own_parts or {}).get(channel_id, parts))
         post.deliveries.append(delivery)
     s.flush()
+    _link_media(s, post.id, parts)
     return post
+
+
+def _link_media(s: Session, post_id: int, parts: list[dict[str, Any]]) -> None:
+    """Record which kept files the post carries (a file is removed only when no unfinished
+    post does); a channel's own parts carry the post's parts' attachments, so these are all."""
+    s.execute(delete(PostMedia).where(PostMedia.post_id == post_id))
+    s.add_all(PostMedia(post_id=post_id, media_id=media_id) for media_id in sorted(media_ids(parts)))
 
 
 def _part_rows(parts: list[dict[str, Any]], start: int = 0) -> list[DeliveryPart]:
@@ -295,6 +304,7 @@ def revise_post(s: Session, post: Post, revision: Revision, now: datetime) -> Re
     """
     post.revision += 1
     post.parts = revision.parts
+    _link_media(s, post.id, revision.parts)
     post.channel_texts = revision.channel_texts
     post.scheduled_at = revision.scheduled_at
     post.zone = revision.zone

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 
 from core.domain.admission import Admit, Hold, Wait, admit
 from core.domain.keys import delivery_key
+from core.domain.media import MediaRef, refs_in
 from core.domain.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
 from core.ledger import dialect as dialects
 from core.ledger import statements as sql
@@ -33,7 +34,8 @@ class PartPlan:
 
     idx: int
     text: str
-    media: tuple[str, ...]
+    #: The part's attachments, in order.
+    media: tuple[MediaRef, ...]
     state: PartState
     key: str
     attempt_started_at: datetime | None
@@ -304,7 +306,7 @@ def _plan(
             PartPlan(
                 idx=p.idx,
                 text=p.text,
-                media=tuple(str(m.get("url", "")) for m in p.media),
+                media=refs_in(p.media),
                 state=PartState.SENDING if fresh else p.state,
                 key=key if fresh else p.key or key,
                 attempt_started_at=now if fresh else p.attempt_started_at,

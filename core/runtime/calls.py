@@ -19,16 +19,18 @@ from typing import TypeVar
 import httpx
 
 from core.domain.errors import AdapterError, HeraldError, NotSent
-from core.plugins.adapter import PublishContext
+from core.plugins.adapter import PublishContext, UploadContext
 from core.plugins.deadline import Deadline, bounded_by
 from core.plugins.transport import transport_outcome
 
 T = TypeVar("T")
+#: The call's context: a ``PublishContext``, or an ``UploadContext`` for media.
+C = TypeVar("C", PublishContext, UploadContext)
 
 
 def call_adapter(
-    fn: Callable[[PublishContext], T],
-    ctx: PublishContext,
+    fn: Callable[[C], T],
+    ctx: C,
     timeout: float,
     *,
     now: Callable[[], float] = time.monotonic,
@@ -37,7 +39,7 @@ def call_adapter(
     within ``timeout`` seconds, and return what it returned.
 
     Args:
-        fn: the adapter's method.
+        fn: the adapter's method (``publish``, ``find``, ``upload``, ``media_ready``).
         ctx: its context; ``ctx.client`` is herald's client (``http_client``).
         timeout: seconds from now to the call's deadline.
         now: the monotonic clock the deadline is read from (tests inject one).

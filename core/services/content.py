@@ -1,9 +1,10 @@
 """What a post says and where it goes, checked the same way at create and at edit.
 
-A post has an authoring copy (its parts) and, for any of its channels, text of its own
-(a one-part version of a thread, a shorter text for a platform with a lower limit). Each
-channel's limits are checked against the text that channel will get, when the post is
-written, never at publish time.
+A post has an authoring copy (its parts, each with its attachments) and, for any of its
+channels, text of its own (a one-part version of a thread, a shorter text for a platform
+with a lower limit); a channel's part *i* carries the attachments of the post's part *i*.
+Each channel's limits are checked against the text and the attachments that channel will
+get, when the post is written, never at publish time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.domain.errors import NotFound, UserError
+from core.domain.media import MediaRef, refs_of, rows_of
 from core.plugins import manager as plugins
+from core.plugins.adapter import MB, Limits
+from core.services.media import MediaView, get_media
 from core.store.models import Channel
 
 
@@ -30,6 +34,8 @@ class Content:
     parts: tuple[str, ...]
     #: Channel name → the text of each of its parts, for channels that do not take ``parts``.
     channel_texts: Mapping[str, tuple[str, ...]]
+    #: The attachments of each part of ``parts``; None: an edit keeps the post's own.
+    media: tuple[tuple[MediaRef, ...], ...] | None = None
 
     def texts_for(self, channel: str) -> tuple[str, ...]:
         """The text of each part ``channel`` gets."""
@@ -84,12 +90,17 @@ def checked_texts(texts: Iterable[str], what: str | None = None) -> tuple[str, .
     return given
 
 
-def checked_channels(s: Session, content: Content) -> tuple[int, dict[str, Channel]]:
+def checked_channels(
+    s: Session, content: Content, media: Sequence[Sequence[MediaRef]] = ()
+) -> tuple[int, dict[str, Channel]]:
     """The account the content's channels belong to, and the channels by name, after every check.
+
+    Args:
+        media: the attachments of each part of the authoring copy.
 
     Raises:
         UserError: no channels, per-channel text for a channel the post does not go to,
-            channels of different accounts, or text a channel's platform refuses.
+            channels of different accounts, or text or attachments a channel's platform refuses.
         NotFound: an unknown channel.
     """
     if not content.channels:
@@ -109,8 +120,9 @@ def checked_channels(s: Session, content: Content) -> tuple[int, dict[str, Chann
     missing = [n for n in content.channels if n not in found]
     if missing:
         raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
+    facts = _media_facts(s, media)
     for name in content.channels:
-        check_fits(found[name], content.texts_for(name))
+        check_fits(found[name], content.texts_for(name), media, facts)
     accounts = {c.account_id for c in found.values()}
     if len(accounts) != 1:
         raise UserError(
@@ -119,11 +131,33 @@ def checked_channels(s: Session, content: Content) -> tuple[int, dict[str, Chann
     return accounts.pop(), found
 
 
-def check_fits(channel: Channel, texts: Sequence[str]) -> None:
-    """Refuse text ``channel``'s platform would refuse: a thread where it has none, a part too long.
+def _media_facts(s: Session, media: Sequence[Sequence[MediaRef]]) -> dict[int, MediaView]:
+    """The kept files the attachments name, refusing one removed since it was added."""
+    facts = get_media(s, [ref.media_id for refs in media for ref in refs])
+    gone = sorted(
+        {ref.media_id for refs in media for ref in refs if ref.media_id not in facts or facts[ref.media_id].removed}
+    )
+    if gone:
+        raise UserError(f"media {', '.join(map(str, gone))} was removed: add the file again with --media FILE")
+    return facts
+
+
+def check_fits(
+    channel: Channel,
+    texts: Sequence[str],
+    media: Sequence[Sequence[MediaRef]] = (),
+    facts: Mapping[int, MediaView] | None = None,
+) -> None:
+    """Refuse what ``channel``'s platform would refuse: a thread where it has none, a part
+    too long, attachments it does not take (their number, type, size, length, alt text).
+
+    Args:
+        media: the attachments of each part of the post; the channel's part *i* gets ``media[i]``.
+        facts: the kept files those attachments name, by id.
 
     Raises:
-        UserError: the text does not fit.
+        UserError: the text or an attachment does not fit; the message names the channel
+            and the limit.
     """
     limits = plugins.adapter(channel.platform).limits
     if len(texts) > 1 and not limits.threads:
@@ -137,15 +171,58 @@ def check_fits(channel: Channel, texts: Sequence[str]) -> None:
                 f"part {i} for {channel.name} has {len(text)} characters; {channel.platform} allows "
                 f"{limits.max_chars}. Shorten it (or give {channel.name} its own with --channel-text)."
             )
+        if i <= len(media) and media[i - 1]:
+            check_attachments(channel, limits, i, media[i - 1], facts or {})
 
 
-def part_rows(texts: Sequence[str], media_from: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-    """Parts as the rows store them; each keeps the attachments of the part at its index in
-    ``media_from`` (the authoring copy it replaces)."""
-    return [
-        {"text": text, "media": list(media_from[i].get("media", [])) if i < len(media_from) else []}
-        for i, text in enumerate(texts)
-    ]
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB"
+
+
+def check_attachments(
+    channel: Channel, limits: Limits, part: int, refs: Sequence[MediaRef], facts: Mapping[int, MediaView]
+) -> None:
+    """Refuse attachments of part ``part`` (1 for the first) that ``channel``'s platform does not take.
+
+    Raises:
+        UserError: naming the file, the channel and the limit.
+    """
+    where = f"{channel.name} ({channel.platform})"
+    if limits.max_media == 0:
+        raise UserError(
+            f"{where} takes no attachments: send part {part} there without them, or leave {channel.name} out"
+        )
+    if len(refs) > limits.max_media:
+        raise UserError(f"part {part} has {len(refs)} attachments; {where} takes at most {limits.max_media} per part")
+    for ref in refs:
+        file = facts[ref.media_id]
+        name = f"{file.filename} (media {file.id})"
+        if file.mime not in limits.media_types:
+            raise UserError(
+                f"{name} is {file.mime}, which {where} does not take; it takes {', '.join(sorted(limits.media_types))}"
+            )
+        kind, largest = (
+            ("video", limits.max_video_bytes) if file.mime.startswith("video/") else ("image", limits.max_image_bytes)
+        )
+        if file.size > largest:
+            raise UserError(f"{name} is {_mb(file.size)}; {where} takes {kind}s up to {_mb(largest)}")
+        longest = limits.max_video_seconds
+        if kind == "video" and longest is not None and file.duration is not None and file.duration > longest:
+            raise UserError(f"{name} is {file.duration:g} s long; {where} takes videos up to {longest:g} s")
+        if ref.alt is not None and not limits.alt_text:
+            raise UserError(
+                f"{where} takes no alt text, and part {part} gives {file.filename} some: "
+                f"leave out its --alt, or leave {channel.name} out"
+            )
+        if ref.alt is not None and len(ref.alt) > limits.max_alt_chars:
+            raise UserError(
+                f"the alt text of {name} has {len(ref.alt)} characters; {where} takes {limits.max_alt_chars}"
+            )
+
+
+def part_rows(texts: Sequence[str], media: Sequence[Sequence[MediaRef]] = ()) -> list[dict[str, Any]]:
+    """Parts as the rows store them; part *i* carries ``media[i]`` (none past its end)."""
+    return [{"text": text, "media": rows_of(media[i]) if i < len(media) else []} for i, text in enumerate(texts)]
 
 
 @dataclass(frozen=True)
@@ -169,16 +246,19 @@ def place(s: Session, content: Content, media_from: Sequence[Mapping[str, Any]] 
     """``content`` checked (:func:`checked_channels`) and laid out as the rows store it.
 
     Args:
-        media_from: the authoring copy being replaced, whose parts' attachments are kept.
+        media_from: the authoring copy being replaced, whose parts' attachments are kept
+            unless ``content`` gives its own.
     """
-    account_id, found = checked_channels(s, content)
-    authoring = part_rows(content.parts, media_from)
+    media = content.media if content.media is not None else tuple(refs_of(p) for p in media_from)
+    media = media[: len(content.parts)]
+    account_id, found = checked_channels(s, content, media)
+    authoring = part_rows(content.parts, media)
     return Placed(
         account_id=account_id,
         channel_ids=[found[name].id for name in content.channels],
         parts=authoring,
         deliveries={
-            found[name].id: part_rows(content.channel_texts[name], authoring)
+            found[name].id: part_rows(content.channel_texts[name], media)
             if name in content.channel_texts
             else [dict(p) for p in authoring]
             for name in content.channels

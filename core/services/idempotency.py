@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.domain.errors import Conflict, UserError
+from core.domain.media import rows_of
 from core.services.content import Content
 from core.store.models import IdempotencyKey
 
@@ -46,7 +47,7 @@ def request_of(
     The order channels are named in does not matter; the parts' order does. A slot left
     out ("now") is kept as such, so a retried "publish now" matches its first try.
     """
-    return {
+    request: dict[str, Any] = {
         "channels": sorted(content.channels),
         "parts": list(content.parts),
         "channel_texts": {name: list(texts) for name, texts in sorted(content.channel_texts.items())},
@@ -56,6 +57,10 @@ def request_of(
         "needs_approval": needs_approval,
         "draft": draft,
     }
+    if content.media is not None and any(content.media):
+        # The same files (by their kept id: the same bytes) with the same alt text.
+        request["media"] = [rows_of(refs) for refs in content.media]
+    return request
 
 
 def replayed(first: IdempotencyKey, request: dict[str, Any]) -> int:

@@ -15,16 +15,18 @@ from sqlalchemy import select
 
 from core import ledger
 from core.domain.errors import NotFound, UserError
-from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason
+from core.domain.media import MediaRef, media_ids, refs_of
+from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason, UploadState
 from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
 from core.services.content import Content, checked_texts, place
+from core.services.media import AttachmentSpec, MediaView, attachments, get_media
 from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
-from core.store.models import Account, Approval, Attempt, Delivery, DeliveryPart, Post
+from core.store.models import Account, Approval, Attempt, Delivery, DeliveryPart, MediaUpload, Post
 from threads.progress import progress
 
 
@@ -42,6 +44,29 @@ class PartView:
     platform_id: str | None
     url: str | None
     published_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AttachmentView:
+    """One attachment of a part: the kept file and the part's alt text."""
+
+    media_id: int
+    filename: str
+    mime: str
+    #: The part's own alt text, else the file's kept one; None when it has none.
+    alt: str | None
+
+
+@dataclass(frozen=True)
+class UploadView:
+    """An attachment as a channel's platform has it: uploaded, and processed or not."""
+
+    #: 0 for the first part; ``position`` 0 for its first attachment.
+    part: int
+    position: int
+    filename: str
+    platform_id: str
+    state: UploadState
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,8 @@ class DeliveryView:
     platform_id: str | None
     url: str | None
     parts: tuple[PartView, ...]
+    #: The attachments uploaded to this channel's platform, by part and position.
+    uploads: tuple[UploadView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +128,9 @@ class PostView:
     texts: tuple[str, ...]
     deliveries: tuple[DeliveryView, ...]
     attempts: tuple[AttemptView, ...]
+    #: The attachments of every part, in order (the post's own copy, which every channel's
+    #: part of the same index carries).
+    media: tuple[tuple[AttachmentView, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +175,7 @@ def create_post(
     channel_texts: Mapping[str, Sequence[str]] | None = None,
     draft: bool = False,
     idempotency_key: str | None = None,
+    media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
 ) -> int:
     """Create a post on ``channels`` and arm it. Returns its id (see :func:`submit_post`)."""
@@ -158,6 +189,7 @@ def create_post(
         channel_texts=channel_texts,
         draft=draft,
         idempotency_key=idempotency_key,
+        media=media,
         clock=clock,
     ).post_id
 
@@ -173,6 +205,7 @@ def submit_post(
     channel_texts: Mapping[str, Sequence[str]] | None = None,
     draft: bool = False,
     idempotency_key: str | None = None,
+    media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
@@ -190,20 +223,26 @@ def submit_post(
         draft: make a draft: never armed until `herald post schedule`.
         idempotency_key: the same key with the same content answers with the post made
             the first time; scoped to the channels' account.
+        media: files to attach, each to a part, in order; each is kept and probed
+            (``core.services.media``) and checked against every channel's limits.
         clock: where now comes from; the database's by default.
 
     Raises:
         UserError: no channels or parts, an empty part, per-channel text for a channel not
-            named, content a channel's platform refuses, or a slot in the past.
+            named, content a channel's platform refuses, an attachment that is not an image
+            or a video (or damaged, or missing), or a slot in the past.
         NotFound: an unknown channel.
         Conflict: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
+    texts = checked_texts(parts)
     content = Content(
         channels=tuple(dict.fromkeys(channels)),
-        parts=checked_texts(parts),
+        parts=texts,
         channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
+        # Files are kept before the post's transaction: one refused later stays kept, unused.
+        media=attachments(media, len(texts)) if media else None,
     )
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
     with db.transaction() as s:
@@ -320,6 +359,14 @@ def show_post(post_id: int) -> PostView:
         account = s.get_one(Account, post.account_id)
         tz = post.zone
         texts = post_texts(post)
+        kept = get_media(s, list(media_ids(post.parts)))
+        uploads: dict[int, list[MediaUpload]] = {}
+        for u in s.execute(
+            select(MediaUpload)
+            .where(MediaUpload.delivery_id.in_([d.id for d in post.deliveries]))
+            .order_by(MediaUpload.part_idx, MediaUpload.position)
+        ).scalars():
+            uploads.setdefault(u.delivery_id, []).append(u)
         return PostView(
             id=post.id,
             status=post.status,
@@ -330,7 +377,17 @@ def show_post(post_id: int) -> PostView:
             not_before=maybe_shown_in(post.not_before, tz),
             approval=post.approval,
             texts=texts,
-            deliveries=tuple(_delivery_view(d, tz, texts) for d in post.deliveries),
+            deliveries=tuple(_delivery_view(d, tz, texts, uploads.get(d.id, []), kept) for d in post.deliveries),
+            media=tuple(
+                tuple(
+                    AttachmentView(
+                        r.media_id, kept[r.media_id].filename, kept[r.media_id].mime, r.alt or kept[r.media_id].alt
+                    )
+                    for r in refs_of(part)
+                    if r.media_id in kept
+                )
+                for part in post.parts
+            ),
             attempts=tuple(
                 AttemptView(
                     delivery=a.delivery_id,
@@ -345,6 +402,10 @@ def show_post(post_id: int) -> PostView:
                 for a in attempts
             ),
         )
+
+
+def _attachment(ref: MediaRef, kept: MediaView) -> AttachmentView:
+    return AttachmentView(ref.media_id, kept.filename, kept.mime, ref.alt if ref.alt is not None else kept.alt)
 
 
 def post_texts(post: Post) -> tuple[str, ...]:
@@ -367,7 +428,14 @@ def part_view(part: DeliveryPart, tz: str, texts: tuple[str, ...]) -> PartView:
     )
 
 
-def _delivery_view(d: Delivery, tz: str, texts: tuple[str, ...]) -> DeliveryView:
+def _delivery_view(
+    d: Delivery,
+    tz: str,
+    texts: tuple[str, ...],
+    uploads: Sequence[MediaUpload] = (),
+    kept: Mapping[int, MediaView] | None = None,
+) -> DeliveryView:
+    kept = kept or {}
     # A retry's or an embargo's time only means something while the delivery waits for it.
     waiting = d.status in (DeliveryStatus.RETRY_WAIT, DeliveryStatus.PENDING)
     return DeliveryView(
@@ -385,4 +453,14 @@ def _delivery_view(d: Delivery, tz: str, texts: tuple[str, ...]) -> DeliveryView
         platform_id=d.parts[0].platform_id if d.parts else None,
         url=d.parts[0].url if d.parts else None,
         parts=tuple(part_view(p, tz, texts) for p in d.parts),
+        uploads=tuple(
+            UploadView(
+                u.part_idx,
+                u.position,
+                kept[u.media_id].filename if kept and u.media_id in kept else f"media {u.media_id}",
+                u.platform_id,
+                u.state,
+            )
+            for u in uploads
+        ),
     )

@@ -10,10 +10,10 @@ import enum
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Enum, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason
+from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, UploadState
 from core.store.db import UTCDateTime
 
 
@@ -299,3 +299,63 @@ class Tick(Base):
     at: Mapped[datetime]
     duration_ms: Mapped[float]
     armed: Mapped[int] = mapped_column(default=0)
+
+
+class Media(Base):
+    """A file herald keeps for attachments: content-addressed, probed once when added (§16).
+
+    The same bytes are kept once (``digest`` is unique); a part refers to a row by id, with
+    its own alt text. A removed row keeps its facts for the history of published posts, and
+    its file is gone.
+    """
+
+    __tablename__ = "media"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: SHA-256 of the bytes, hex: where the storage keeps them.
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    #: Read from the bytes, never from the file name.
+    mime: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    width: Mapped[int | None]
+    height: Mapped[int | None]
+    #: Seconds, for a video whose length ``ffprobe`` could tell; None otherwise.
+    duration: Mapped[float | None] = mapped_column(Float)
+    #: The name it was first added under (for people and messages).
+    filename: Mapped[str] = mapped_column(String(255))
+    #: The alt text a part gets when its own is not given (``herald media add --alt``).
+    alt: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    removed_at: Mapped[datetime | None]
+
+
+class PostMedia(Base):
+    """Which posts refer to which media: a file is removed only when no unfinished post does."""
+
+    __tablename__ = "post_media"
+    __table_args__ = (Index("ix_post_media_media_id", "media_id"),)
+
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"), primary_key=True)
+    media_id: Mapped[int] = mapped_column(ForeignKey("media.id"), primary_key=True)
+
+
+class MediaUpload(Base):
+    """An attachment uploaded to a platform for one part of one delivery: its platform id.
+
+    Written (under the attempt's fence) as soon as the platform answers the upload, so a
+    retry or a re-drive attaches the same upload instead of sending the file again.
+    """
+
+    __tablename__ = "media_uploads"
+    __table_args__ = (UniqueConstraint("delivery_id", "part_idx", "position", name="uq_media_uploads_part_position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
+    part_idx: Mapped[int] = mapped_column(Integer)
+    #: The attachment's place on the part, 0 for the first.
+    position: Mapped[int] = mapped_column(Integer)
+    media_id: Mapped[int] = mapped_column(ForeignKey("media.id"))
+    platform_id: Mapped[str] = mapped_column(String(200))
+    state: Mapped[UploadState] = mapped_column(_enum(UploadState))
+    uploaded_at: Mapped[datetime]
+    ready_at: Mapped[datetime | None]

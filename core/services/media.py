@@ -1,0 +1,256 @@
+"""Media: the files posts carry, kept by herald and probed once when added (§16).
+
+``herald media add FILE`` (and ``post create --media FILE``) copies a file into herald's
+storage under the digest of its bytes, probes it (``core.services.probe``) and records its
+facts, so a channel's limits are checked when a post is written, not when it is sent.
+Adding the same bytes again gives the same row. A file is removed only when no unfinished
+post refers to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.media import MediaRef
+from core.domain.states import PostStatus
+from core.runtime.clock import DatabaseClock
+from core.services.probe import Facts, probe
+from core.store import db
+from core.store.blobs import blobs
+from core.store.models import Media, Post, PostMedia
+
+#: Posts in these states may still send their attachments: their files are kept.
+_FINISHED = (PostStatus.PUBLISHED, PostStatus.CANCELLED)
+
+
+@dataclass(frozen=True)
+class MediaView:
+    """A kept file and its probed facts."""
+
+    id: int
+    filename: str
+    mime: str
+    size: int
+    width: int | None
+    height: int | None
+    #: Seconds, for a video whose length was probed.
+    duration: float | None
+    #: The alt text parts get unless they give their own.
+    alt: str | None
+    created_at: datetime
+    #: Whether it was removed (its facts stay for the posts that carried it).
+    removed: bool
+
+    @property
+    def facts(self) -> Facts:
+        return Facts(self.mime, self.size, self.width, self.height, self.duration)
+
+
+@dataclass(frozen=True)
+class Added:
+    media: MediaView
+    #: The same bytes were already kept: nothing new was stored.
+    existed: bool
+
+
+def _view(m: Media) -> MediaView:
+    return MediaView(
+        id=m.id,
+        filename=m.filename,
+        mime=m.mime,
+        size=m.size,
+        width=m.width,
+        height=m.height,
+        duration=m.duration,
+        alt=m.alt,
+        created_at=m.created_at,
+        removed=m.removed_at is not None,
+    )
+
+
+def checked_alt(alt: str | None) -> str | None:
+    """Alt text as stored: stripped, None when blank."""
+    if alt is None:
+        return None
+    alt = alt.strip()
+    return alt or None
+
+
+def _checked_path(path: Path) -> Path:
+    if not path.exists():
+        raise UserError(f"no file at {path}: check the path")
+    if path.is_dir():
+        raise UserError(f"{path} is a folder: give an image or a video file")
+    if not path.is_file():
+        raise UserError(f"{path} is not a regular file: give an image or a video file")
+    return path
+
+
+def add_media(path: str | Path, alt: str | None = None) -> Added:
+    """Keep the file at ``path`` (once per content) and record its facts.
+
+    Args:
+        alt: alt text for the parts that carry it; given again for the same bytes, it
+            replaces the one kept.
+
+    Raises:
+        UserError: no such file, a folder, an empty file, not an image or a video, or damaged.
+    """
+    source = _checked_path(Path(path))
+    store = blobs()
+    try:
+        digest, local = store.put(source)
+    except PermissionError:
+        raise UserError(f"{source} cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise UserError(f"{source} cannot be read ({exc.strerror or exc})") from None
+    alt = checked_alt(alt)
+    with db.transaction() as s:
+        existing = s.execute(select(Media).where(Media.digest == digest)).scalar_one_or_none()
+        if existing is not None and existing.removed_at is None:
+            if alt is not None:
+                existing.alt = alt
+            return Added(_view(existing), existed=True)
+    try:
+        facts = probe(local, source.name)
+    except UserError:
+        if existing is None:
+            store.delete(digest)  # nothing refers to the bytes of a refused file
+        raise
+    now = DatabaseClock(db.engine()).now()
+    with db.transaction() as s:
+        row = s.execute(select(Media).where(Media.digest == digest)).scalar_one_or_none()
+        if row is None:
+            row = Media(digest=digest, filename=source.name[:255], created_at=now)
+            s.add(row)
+        row.mime, row.size, row.width, row.height, row.duration = (
+            facts.mime,
+            facts.size,
+            facts.width,
+            facts.height,
+            facts.duration,
+        )
+        row.alt = alt if alt is not None else row.alt
+        row.removed_at = None
+        try:
+            s.flush()
+        except IntegrityError:
+            # Another process added the same bytes meanwhile: theirs is the row.
+            s.rollback()
+            row = s.execute(select(Media).where(Media.digest == digest)).scalar_one()
+            return Added(_view(row), existed=True)
+        return Added(_view(row), existed=existing is not None)
+
+
+def list_media(*, include_removed: bool = False) -> list[MediaView]:
+    """Every kept file, oldest first."""
+    with db.reading() as s:
+        query = select(Media).order_by(Media.id)
+        if not include_removed:
+            query = query.where(Media.removed_at.is_(None))
+        return [_view(m) for m in s.execute(query).scalars()]
+
+
+def get_media(s: Session, ids: Sequence[int]) -> dict[int, MediaView]:
+    """The media rows ``ids`` name, by id (removed ones too: their facts are kept)."""
+    if not ids:
+        return {}
+    return {m.id: _view(m) for m in s.execute(select(Media).where(Media.id.in_(set(ids)))).scalars()}
+
+
+def remove_media(media_id: int) -> MediaView:
+    """Forget a file, once no unfinished post carries it; its facts stay for the history.
+
+    Raises:
+        NotFound: no such media.
+        Conflict: a post that is not published or cancelled refers to it (named).
+    """
+    with db.transaction() as s:
+        row = s.get(Media, media_id)
+        if row is None or row.removed_at is not None:
+            raise NotFound(f"no media {media_id}; `herald media list` shows them")
+        waiting = list(
+            s.execute(
+                select(Post.id)
+                .join(PostMedia, PostMedia.post_id == Post.id)
+                .where(PostMedia.media_id == media_id, Post.status.not_in(_FINISHED))
+                .order_by(Post.id)
+                .limit(6)
+            ).scalars()
+        )
+        if waiting:
+            named = ", ".join(map(str, waiting[:5])) + (" and more" if len(waiting) > 5 else "")
+            raise Conflict(
+                f"media {media_id} ({row.filename}) is on post(s) {named}, which are not published yet: "
+                "cancel them or wait until they are published, then remove it"
+            )
+        row.removed_at = DatabaseClock(db.engine()).now()
+        view = _view(row)
+        digest = row.digest
+    blobs().delete(digest)
+    return view
+
+
+@dataclass(frozen=True)
+class AttachmentSpec:
+    """One attachment a create asks for: a file for a part, with its alt text."""
+
+    #: 0 for the first part.
+    part: int
+    path: str
+    alt: str | None = None
+
+
+def parse_attachments(media: Sequence[str], alts: Sequence[str]) -> list[AttachmentSpec]:
+    """``--media [PART:]FILE`` options with their ``--alt TEXT`` (the n-th ``--alt`` goes with
+    the n-th ``--media``; ``--alt ''`` gives one none). A file goes to part 1 unless named
+    ``2:FILE`` – except a file whose whole name is such (it exists as written).
+
+    Raises:
+        UserError: more ``--alt`` than ``--media``, or a part number below 1.
+    """
+    if len(alts) > len(media):
+        raise UserError(
+            f"{len(alts)} --alt for {len(media)} --media: each --alt goes with the --media before it in order"
+        )
+    specs = []
+    for i, item in enumerate(media):
+        number, sep, rest = item.partition(":")
+        if sep and number.isdigit() and rest and not Path(item).exists():
+            if int(number) < 1:
+                raise UserError(f"--media {item}: parts are numbered from 1")
+            part, path = int(number) - 1, rest
+        else:
+            part, path = 0, item
+        specs.append(AttachmentSpec(part, path, alts[i] if i < len(alts) else None))
+    return specs
+
+
+def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
+    """Keep each file (``add_media``) and lay the attachments out per part, in order.
+
+    A part's alt text is its own where given, else the file's kept one.
+
+    Raises:
+        UserError: an attachment for a part the post does not have, or a file
+            ``add_media`` refuses.
+    """
+    per_part: list[list[MediaRef]] = [[] for _ in range(parts)]
+    for spec in specs:
+        if not 0 <= spec.part < parts:
+            raise UserError(
+                f"--media {spec.part + 1}:{spec.path} names part {spec.part + 1}, and the post has {parts} part(s)"
+            )
+    for spec in specs:
+        kept = add_media(spec.path).media
+        alt = checked_alt(spec.alt)
+        per_part[spec.part].append(MediaRef(kept.id, alt if alt is not None else kept.alt))
+    return tuple(tuple(refs) for refs in per_part)
