@@ -55,10 +55,28 @@ def _wait_for_sandbox(url: str, child: subprocess.Popen[bytes], timeout: float =
     raise UserError(f"{url} did not answer within {timeout:g}s; see {log}")
 
 
+def demo_image(folder: Path) -> Path:
+    """A picture for the demo post, drawn here (herald ships no binary files)."""
+    from PIL import Image, ImageDraw
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "herald-demo.png"
+    image = Image.new("RGB", (480, 240), "#1d3557")
+    draw = ImageDraw.Draw(image)
+    for x in range(0, 480, 8):  # a gradient band across the middle
+        draw.rectangle((x, 100, x + 8, 140), fill=(230, 57 + x // 4, 70))
+    draw.text((24, 40), "herald", fill="#f1faee", font_size=48)
+    draw.text((24, 170), "one post, every channel, once", fill="#a8dadc", font_size=20)
+    image.save(path, "PNG")
+    return path
+
+
 def seed_demo(sandbox_url: str) -> list[int]:
-    """Demo channels, one per sandbox strategy, and a post going out in 10 seconds."""
+    """Demo channels, one per sandbox strategy, and posts going out in 10 seconds: one to
+    every channel, a thread, and one with an image."""
     from core.domain.timing import parse_duration
     from core.services.channels import add_channel
+    from core.services.media import AttachmentSpec
     from core.services.posts import create_post
     from core.services.slots import parse_slot
 
@@ -74,6 +92,12 @@ def seed_demo(sandbox_url: str) -> list[int]:
             channels=["demo-native"],
             parts=["A thread, part 1/3", "part 2/3 replies to 1", "part 3/3 replies to 2"],
             at=at + parse_duration("5s"),
+        ),
+        create_post(
+            channels=["demo-native"],
+            parts=["A post with an image: herald keeps the file, checks it, and uploads it before the post."],
+            media=[AttachmentSpec(0, str(demo_image(settings().home_path / "demo")), "The word herald in white on dark blue, above an orange band")],
+            at=at + parse_duration("8s"),
         ),
     ]
 

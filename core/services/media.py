@@ -237,7 +237,7 @@ def parse_attachments(media: Sequence[str], alts: Sequence[str]) -> list[Attachm
 def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
     """Keep each file (``add_media``) and lay the attachments out per part, in order.
 
-    A part's alt text is its own where given, else the file's kept one.
+    A part's alt text is its own where given (the file's kept one applies at publish time).
 
     Raises:
         UserError: an attachment for a part the post does not have, or a file
@@ -251,6 +251,7 @@ def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[Medi
             )
     for spec in specs:
         kept = add_media(spec.path).media
-        alt = checked_alt(spec.alt)
-        per_part[spec.part].append(MediaRef(kept.id, alt if alt is not None else kept.alt))
+        # Only the part's own alt text is its own: the file's kept one is used at publish
+        # time where the platform takes alt text, and left out where it does not.
+        per_part[spec.part].append(MediaRef(kept.id, checked_alt(spec.alt)))
     return tuple(tuple(refs) for refs in per_part)
