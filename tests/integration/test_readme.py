@@ -169,3 +169,13 @@ def test_the_readme_using_it_script_runs_in_order_and_does_what_it_says(herald_r
     assert texts.count("Now") == 1
     # Said in the blocks' own comments: the held post showed its reason and its fix.
     assert "auth_expired" in done.stdout and "ambiguous_outcome" in done.stdout
+    # The picture went out with its kept alt text; the thread waits with its three.
+    photo = herald_run.post(ids["PHOTO"])
+    assert photo["status"] == "published", photo
+    assert [(a["filename"], a["alt"]) for a in photo["media"][0]] == [("herald-teal.png", "A teal rectangle")]
+    pictures = herald_run.post(ids["PICTURES"])
+    assert [[a["alt"] for a in part] for part in pictures["media"]] == [
+        ["Teal"],
+        ["An orange rectangle", "Teal again"],
+    ]
+    assert "is not an image or a video" in done.stderr
