@@ -1,7 +1,8 @@
 """The oracle: classify every (post, channel, part) from the sandbox platform's own record.
 
 Copies are counted on the platform (``GET /sandbox/posts``), matched by the part's
-unique text within the channel's strategy and cross-checked against the part's key.
+unique text within the channel's strategy and cross-checked against the part's key and
+its attachments (a copy without them is a problem: a part is never sent without them).
 herald's database is read only to say what herald *thinks* happened – held, failed,
 still active – and for the attempts log and the alarms, never to count copies.
 
@@ -159,6 +160,13 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
                 keys = {c["key"] or c["idempotency_key"] for c in found}
                 if keys != {part.key}:
                     tally.problems.append(f"post {d.post_id} part {part.idx}: platform keys {keys} != {part.key}")
+            attached = len(part.media)
+            for copy in found:
+                if len(copy.get("media") or []) != attached:
+                    tally.problems.append(
+                        f"post {d.post_id} part {part.idx} on {strategy}: copy {copy['id']} carries "
+                        f"{len(copy.get('media') or [])} attachment(s), the part has {attached}"
+                    )
             if part.state is PartState.PUBLISHED and part.platform_id not in ids:
                 tally.problems.append(
                     f"post {d.post_id} part {part.idx} on {strategy}: herald recorded {part.platform_id}, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from core.domain.states import PostStatus
+from core.services.media import AttachmentSpec
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Post, Tick
@@ -25,6 +27,8 @@ from tests.chaos.scenarios import FORGET_AFTER, SHORT_KEY_TTL, Injectors, Scenar
 SETTLE_TIMEOUT = 120.0
 #: Posts are created this long before their slot.
 LEAD = 2.0
+#: In a media scenario, the share of posts whose parts carry images.
+MEDIA_SHARE = 0.6
 
 
 @dataclass
@@ -52,16 +56,41 @@ class Run:
         return sum(self.faults.values())
 
 
-def plan_posts(rng: random.Random, n: int, tag: str) -> list[tuple[list[str], list[str]]]:
-    """Each post's channels (a non-empty subset of the three strategies) and parts (1–3)."""
+#: A planned post: its channels, its parts, and its attachments.
+Planned = tuple[list[str], list[str], list[AttachmentSpec]]
+
+
+def plan_posts(rng: random.Random, n: int, tag: str, images: Sequence[Path] = ()) -> list[Planned]:
+    """Each post's channels (a non-empty subset of the three strategies), parts (1–3) and,
+    given ``images``, for :data:`MEDIA_SHARE` of them one or two images on each part."""
     strategies = list(CHANNELS)
     plan = []
     for i in range(n):
         chosen = [s for s in strategies if rng.random() < 0.5] or [rng.choice(strategies)]
         count = 1 if rng.random() < 0.7 else rng.choice((2, 3))
         parts = [f"{tag} post {i} part {j + 1}/{count}" for j in range(count)]
-        plan.append(([CHANNELS[s][0] for s in chosen], parts))
+        media = []
+        if images and rng.random() < MEDIA_SHARE:
+            media = [
+                AttachmentSpec(j, str(image))
+                for j in range(count)
+                for image in rng.sample(list(images), rng.choice((1, 2)))
+            ]
+        plan.append(([CHANNELS[s][0] for s in chosen], parts, media))
     return plan
+
+
+def _images(folder: Path) -> list[Path]:
+    """Three small images the media scenario's posts carry (kept once each by herald)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for color in ("teal", "orange", "navy"):
+        path = folder / f"{color}.png"
+        Image.new("RGB", (32, 24), color).save(path, "PNG")
+        paths.append(path)
+    return paths
 
 
 def _active() -> int:
@@ -124,7 +153,8 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
         if scenario.sandbox:
             applied = cluster.sandbox_faults(**scenario.sandbox, seed=rng.randrange(2**31))
             history.write("sandbox_faults", config=applied)
-        plan = plan_posts(rng, posts, f"chaos-{seed}-{scenario.name}")
+        images = _images(workdir / scenario.name / "images") if scenario.media else []
+        plan = plan_posts(rng, posts, f"chaos-{seed}-{scenario.name}", images)
         recent: deque[tuple[float, int]] = deque(maxlen=64)
 
         def due_now() -> list[int]:
@@ -136,16 +166,16 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
         t0 = time.time() + lead + 1.0
         injectors.start(scenario.injectors, mixed=scenario.name == "mixed")
         created = 0
-        for i, (channels, parts) in enumerate(plan):
+        for i, (channels, parts, media) in enumerate(plan):
             slot = t0 + i / rate
             pause = slot - lead - time.time()
             if pause > 0:
                 time.sleep(pause)
-            post_id = _create(channels, parts, slot, history)
+            post_id = _create(channels, parts, media, slot, history)
             if post_id is not None:
                 created += 1
                 recent.append((slot, post_id))
-                history.write("post", post_id=post_id, channels=channels, parts=len(parts), slot=slot)
+                history.write("post", post_id=post_id, channels=channels, parts=len(parts), media=len(media), slot=slot)
         time.sleep(max(0.0, t0 + posts / rate - time.time()) + 1.0)
         injectors.stop()
         cluster.sandbox_faults()  # the platform heals; what is in doubt must now settle
@@ -173,11 +203,13 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
     return run
 
 
-def _create(channels: list[str], parts: list[str], slot: float, history: History) -> int | None:
+def _create(
+    channels: list[str], parts: list[str], media: list[AttachmentSpec], slot: float, history: History
+) -> int | None:
     at = datetime.fromtimestamp(slot, UTC)
     for attempt in range(20):
         try:
-            return create_post(channels=channels, parts=parts, at=at)
+            return create_post(channels=channels, parts=parts, at=at, media=media)
         except Exception as exc:  # the database may be locked by a fault: a person would try again
             history.write("create_retry", attempt=attempt, error=repr(exc))
             time.sleep(0.5)

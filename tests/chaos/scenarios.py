@@ -47,6 +47,8 @@ class Scenario:
     #: At full scale it runs as many posts as the mixed run (a fault type of its own,
     #: measured on at least 3,000 posts).
     long: bool = False
+    #: Posts carry images (run.MEDIA_SHARE of them, one or two on a part).
+    media: bool = False
 
 
 #: A worker's clock skew (seconds, signed) is drawn from each range in turn; workers take
@@ -158,6 +160,21 @@ SCENARIOS: tuple[Scenario, ...] = (
         clock_skew=True,
         lead=20.0,
         long=True,
+    ),
+    Scenario(
+        "media",
+        "posts with images; uploads faulted (20% stored then dropped, 15% stored then 500, 10% 503, "
+        "5% 429), each processed 1 s by the platform; SIGKILL a random worker every 1–3 s",
+        {
+            "drop_after_accept": 0.2,
+            "error_after_accept": 0.15,
+            "error_before_accept": 0.1,
+            "rate_limit": 0.05,
+            "targets": ["media"],
+            "media_processing_seconds": 1.0,
+        },
+        ("sigkill",),
+        media=True,
     ),
     Scenario(
         "mixed",
