@@ -37,6 +37,14 @@ def register(post_app: typer.Typer) -> None:
         republish: Annotated[
             bool, typer.Option("--republish", help="The post has published: make a new post from the edited content.")
         ] = False,
+        media: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="[PART:]FILE: the attachments after the edit, replacing the post's own; repeat, in order."
+            ),
+        ] = None,
+        alt: Annotated[list[str] | None, typer.Option(help="Alt text of the n-th --media ('' for none).")] = None,
+        no_media: Annotated[bool, typer.Option("--no-media", help="Take every attachment off.")] = False,
         as_json: JsonOpt = False,
     ) -> None:
         """Edit a post's text, parts, channels, per-channel text or slot. Before it has published
@@ -45,12 +53,16 @@ def register(post_app: typer.Typer) -> None:
         appear twice). Refused while an attempt is in doubt: resolve it first."""
         from core.services.content import parse_channel_texts
         from core.services.editing import EditMode, PostEdit, edit_post
+        from core.services.media import parse_attachments
         from core.services.slots import parse_slot
 
         if text is not None and part:
             raise UserError("give --text for a one-part post or --part for each part of a thread, not both")
         if correct and republish:
             raise UserError("give --correct or --republish, not both")
+        if no_media and media:
+            raise UserError("give --media for the new attachments or --no-media to take them all off, not both")
+        attachments = () if no_media else tuple(parse_attachments(media, alt or [])) if media else None
         parts = (text,) if text is not None else tuple(part) if part else None
         slot = parse_slot(at=at, delay=in_, zone=zone, fold=fold) if at or in_ else None
         change = PostEdit(
@@ -58,6 +70,7 @@ def register(post_app: typer.Typer) -> None:
             channels=tuple(channel) if channel else None,
             channel_texts=parse_channel_texts(channel_text or [], resets=True),
             at=slot.at if slot else None,
+            media=attachments,
             zone=zone,
         )
         mode = EditMode.CORRECT if correct else EditMode.REPUBLISH if republish else None

@@ -55,6 +55,9 @@ def _wait_for_sandbox(url: str, child: subprocess.Popen[bytes], timeout: float =
     raise UserError(f"{url} did not answer within {timeout:g}s; see {log}")
 
 
+DEMO_ALT = "The word herald in white on dark blue, above an orange band"
+
+
 def demo_image(folder: Path) -> Path:
     """A picture for the demo post, drawn here (herald ships no binary files)."""
     from PIL import Image, ImageDraw
@@ -96,7 +99,13 @@ def seed_demo(sandbox_url: str) -> list[int]:
         create_post(
             channels=["demo-native"],
             parts=["A post with an image: herald keeps the file, checks it, and uploads it before the post."],
-            media=[AttachmentSpec(0, str(demo_image(settings().home_path / "demo")), "The word herald in white on dark blue, above an orange band")],
+            media=[
+                AttachmentSpec(
+                    0,
+                    str(demo_image(settings().home_path / "demo")),
+                    "The word herald in white on dark blue, above an orange band",
+                )
+            ],
             at=at + parse_duration("8s"),
         ),
     ]

@@ -21,7 +21,7 @@ A draft is a post that is never armed until ``schedule_draft``; it is edited fre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -36,6 +36,7 @@ from core.plugins import manager as plugins
 from core.runtime.arming import arm
 from core.runtime.clock import DatabaseClock
 from core.services.content import Content, Placed, checked_texts, place
+from core.services.media import AttachmentSpec, Kept, keep, per_part
 from core.services.slots import refuse_past
 from core.services.views import shown_in
 from core.store import db
@@ -66,10 +67,12 @@ class PostEdit:
     at: datetime | None = None
     #: The IANA zone to show the post in.
     zone: str | None = None
+    #: The attachments after the edit, replacing all the post's own; () takes them all off.
+    media: tuple[AttachmentSpec, ...] | None = None
 
     @property
     def empty(self) -> bool:
-        given = (self.parts, self.channels, self.at, self.zone)
+        given = (self.parts, self.channels, self.at, self.zone, self.media)
         return all(value is None for value in given) and not self.channel_texts
 
 
@@ -140,7 +143,10 @@ def edit_post(
         UserError: nothing to change, or content a channel refuses (checked as at create).
     """
     if change.empty:
-        raise UserError("nothing to change: give --text or --part, --channel, --channel-text, --at or --in, or --zone")
+        raise UserError(
+            "nothing to change: give --text or --part, --channel, --channel-text, --at or --in, --zone, "
+            "or --media (--no-media)"
+        )
     if change.zone is not None:
         named_zone(change.zone)  # an unknown one is refused here, not when the post is shown
     if change.parts is not None:
@@ -148,6 +154,8 @@ def edit_post(
     for name, texts in change.channel_texts.items():
         if texts:
             checked_texts(texts, f"the text for {name}")
+    # Files are kept before the post's transaction (as at create).
+    kept = keep(change.media) if change.media is not None else None
     with db.transaction() as s:
         now = _now()
         post = authoring.post_for_edit(s, post_id)
@@ -171,7 +179,7 @@ def edit_post(
                 f"stays as it is unless the platform can edit it) or --republish (a new post with its own keys, "
                 f"which may appear twice)"
             )
-        content = _edited(post, change)
+        content = _edited(post, change, kept)
         if mode is EditMode.REPUBLISH:
             made = _republish(s, post, content, change, now)
             result = EditResult(made.id, mode, made.revision, made.status, post_id, (), (), (), _copies(published))
@@ -186,8 +194,9 @@ def edit_post(
     return result
 
 
-def _edited(post: Post, change: PostEdit) -> Content:
-    """The post's content with ``change`` applied (channels on which it was cancelled are not its own)."""
+def _edited(post: Post, change: PostEdit, kept: Sequence[Kept] | None = None) -> Content:
+    """The post's content with ``change`` applied (channels on which it was cancelled are
+    not its own); ``kept``: the attachments replacing the post's own, if any."""
     live = [d for d in post.deliveries if d.status is not DeliveryStatus.CANCELLED]
     names = {d.channel_id: d.channel.name for d in post.deliveries}
     if change.channels is not None:
@@ -207,6 +216,7 @@ def _edited(post: Post, change: PostEdit) -> Content:
         channels=channels,
         parts=parts,
         channel_texts={name: texts for name, texts in own.items() if texts and name in channels},
+        media=per_part(kept, len(parts)) if kept is not None else None,
     )
 
 

@@ -234,24 +234,55 @@ def parse_attachments(media: Sequence[str], alts: Sequence[str]) -> list[Attachm
     return specs
 
 
-def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
-    """Keep each file (``add_media``) and lay the attachments out per part, in order.
+@dataclass(frozen=True)
+class Kept:
+    """An attachment whose file is kept: for part ``part``, with the part's own alt text."""
 
-    A part's alt text is its own where given (the file's kept one applies at publish time).
+    part: int
+    ref: MediaRef
+    #: As the person gave it, for messages.
+    given: str
+
+
+def keep(specs: Sequence[AttachmentSpec]) -> list[Kept]:
+    """Keep each file (``add_media``), in order.
+
+    Only the part's own alt text is its own: the file's kept one is used at publish time
+    where the platform takes alt text, and left out where it does not.
+
+    Raises:
+        UserError: a file ``add_media`` refuses.
+    """
+    return [
+        Kept(spec.part, MediaRef(add_media(spec.path).media.id, checked_alt(spec.alt)), spec.path) for spec in specs
+    ]
+
+
+def per_part(kept: Sequence[Kept], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
+    """The kept attachments laid out on ``parts`` parts, each part's in order.
+
+    Raises:
+        UserError: an attachment for a part the post does not have.
+    """
+    layout: list[list[MediaRef]] = [[] for _ in range(parts)]
+    for k in kept:
+        _check_part(k.part, k.given, parts)
+        layout[k.part].append(k.ref)
+    return tuple(tuple(refs) for refs in layout)
+
+
+def _check_part(part: int, given: str, parts: int) -> None:
+    if not 0 <= part < parts:
+        raise UserError(f"--media {part + 1}:{given} names part {part + 1}, and the post has {parts} part(s)")
+
+
+def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
+    """Keep each file and lay the attachments out per part (:func:`keep`, :func:`per_part`).
 
     Raises:
         UserError: an attachment for a part the post does not have, or a file
             ``add_media`` refuses.
     """
-    per_part: list[list[MediaRef]] = [[] for _ in range(parts)]
-    for spec in specs:
-        if not 0 <= spec.part < parts:
-            raise UserError(
-                f"--media {spec.part + 1}:{spec.path} names part {spec.part + 1}, and the post has {parts} part(s)"
-            )
-    for spec in specs:
-        kept = add_media(spec.path).media
-        # Only the part's own alt text is its own: the file's kept one is used at publish
-        # time where the platform takes alt text, and left out where it does not.
-        per_part[spec.part].append(MediaRef(kept.id, checked_alt(spec.alt)))
-    return tuple(tuple(refs) for refs in per_part)
+    for spec in specs:  # before any file is copied in
+        _check_part(spec.part, spec.path, parts)
+    return per_part(keep(specs), parts)

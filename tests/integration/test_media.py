@@ -272,3 +272,21 @@ def test_bad_media_from_the_command_line_is_one_line_and_exit_2(channels: dict[s
     message = refused("post", "create", "--channel", "n1", "--text", "hi", "--media", str(tmp_path / "gone.png"))
     assert "no file at" in message and "gone.png" in message
     assert _posts() == 0
+
+
+def test_an_edit_replaces_the_attachments_checked_like_a_create_and_frees_the_old_file(
+    media_channels: dict[str, str], clock: ManualClock, tmp_path: Path
+) -> None:
+    kite, ridge = png(tmp_path / "kite.png"), jpeg(tmp_path / "ridge.jpg")
+    post_id = create_post(channels=["n1", "x1"], parts=["look"], media=[AttachmentSpec(0, str(kite))])
+    kite_id = show_post(post_id).media[0][0].media_id
+    with pytest.raises(UserError, match=r"x1 \(sandbox-none\) takes no alt text"):
+        edit_post(post_id, PostEdit(media=(AttachmentSpec(0, str(ridge), "the ridge"),)))
+    assert [a.filename for a in show_post(post_id).media[0]] == ["kite.png"]  # the refused edit changed nothing
+
+    edit_post(post_id, PostEdit(media=(AttachmentSpec(0, str(ridge)),)))
+    assert [a.filename for a in show_post(post_id).media[0]] == ["ridge.jpg"]
+    assert remove_media(kite_id).removed  # no unfinished post carries it any more
+
+    edit_post(post_id, PostEdit(media=()))
+    assert show_post(post_id).media == ((),)
