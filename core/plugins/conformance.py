@@ -119,6 +119,17 @@ class AdapterContract:
         if adapter.strategy is Strategy.READ_BACK:
             assert adapter.can_find, "read_back adapters implement find()"
 
+    def test_an_adapter_taking_media_can_upload_it_and_says_which(self, adapter: Adapter) -> None:
+        limits = adapter.limits
+        if limits.max_media == 0:
+            return  # takes no attachments: herald refuses them when a post is written
+        assert type(adapter).upload is not Adapter.upload, (
+            f"{type(adapter).__name__} declares max_media={limits.max_media} but does not implement upload(): "
+            "implement it, or leave max_media at 0"
+        )
+        assert limits.media_types, "an adapter taking media lists the MIME types it takes (Limits.media_types)"
+        assert all("/" in t for t in limits.media_types), f"media_types are MIME types: {sorted(limits.media_types)}"
+
     def test_declares_its_channel_settings_and_the_kits_settings_pass_them(self, adapter: Adapter) -> None:
         cls = type(adapter)
         assert cls.settings is not None, (
