@@ -1,21 +1,30 @@
 """The three sandbox adapters: one per dedupe strategy, all against the sandbox platform.
 
+Each posts text and threads, and uploads images and video (``/api/*/media``) before a
+part that carries them; the platform may take a while to process an upload, and a post
+attaching one it has not finished is answered ``media_not_ready``.
+
 Every answer of the platform goes through :func:`raise_for_answer`; httpx transport
 errors are left to ``core.plugins.transport.call_platform``, which maps them for every adapter.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 import httpx
 
 from core.plugins import (
+    IMAGE_TYPES,
+    MB,
     Adapter,
     Ambiguous,
     AuthExpired,
     ConfigError,
     Limits,
+    MediaNotReady,
     NotSent,
     PublishContext,
     Published,
@@ -24,6 +33,8 @@ from core.plugins import (
     Rejected,
     Setting,
     Strategy,
+    UploadContext,
+    Uploaded,
     http_url,
 )
 
@@ -36,7 +47,10 @@ def raise_for_answer(response: httpx.Response) -> None:
 
     Raises:
         AuthExpired: 401, the token is missing or revoked.
-        Rejected: 403 (permission denied), 422 (the reason the platform named), other 4xx.
+        MediaNotReady: 422 ``media_not_ready``, an attachment is still processing: the
+            post was not made, and is sent again once the media is ready.
+        Rejected: 403 (permission denied), 422 (the reason the platform named, such as
+            ``media_invalid`` for a file it refused), other 4xx.
         RateLimited: 429, with the seconds of ``Retry-After``.
         NotSent: 503, which the sandbox answers only when it stored nothing.
         Ambiguous: 500 and other 5xx, after which the post may have been stored.
@@ -50,6 +64,8 @@ def raise_for_answer(response: httpx.Response) -> None:
         raise AuthExpired(message, status=status)
     if status == 403:
         raise Rejected(Reason.PERMISSION_DENIED, message, status=status)
+    if status == 422 and error == "media_not_ready":
+        raise MediaNotReady(message, status=status)
     if status == 422:
         raise Rejected(_reason(error), message, status=status)
     if status == 429:
@@ -97,11 +113,37 @@ def _published(body: Any) -> Published:
     return Published(platform_id=body["id"], url=body["url"])
 
 
+def _media_state(response: httpx.Response, what: str) -> tuple[str, str]:
+    """The id and state of an upload from a success answer.
+
+    Raises:
+        Ambiguous: the platform said yes without a string id: the upload may exist.
+    """
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+        raise Ambiguous(f"sandbox answered {what} without the media's id: {body!r}")
+    state = body.get("state")
+    return body["id"], state if isinstance(state, str) else ""
+
+
 class SandboxAdapter(Adapter):
     """What the three sandbox adapters share; subclasses pick the strategy and path."""
 
     version: ClassVar[str] = "1"
-    limits: ClassVar[Limits] = Limits(max_chars=500, threads=True)
+    limits: ClassVar[Limits] = Limits(
+        max_chars=500,
+        threads=True,
+        max_media=4,
+        media_types=IMAGE_TYPES | {"video/mp4"},
+        max_image_bytes=8 * MB,
+        max_video_bytes=40 * MB,
+        max_video_seconds=140.0,
+        alt_text=True,
+        max_alt_chars=1500,
+    )
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
             "base_url",
@@ -112,29 +154,63 @@ class SandboxAdapter(Adapter):
         ),
         Setting("token", "the bearer token the platform checks ('sandbox' when left out)", secret=True),
     )
-    #: The platform's path prefix for this strategy: ``/api/{path_strategy}/posts``.
+    #: The platform's path prefix for this strategy: ``/api/{path_strategy}/posts`` and ``/media``.
     path_strategy: ClassVar[str]
 
-    def posts_url(self, ctx: PublishContext) -> str:
-        base_url = ctx.settings.get("base_url", "").rstrip("/")
+    def api_url(self, settings: Mapping[str, str], resource: str) -> str:
+        """``{base_url}/api/{path_strategy}/{resource}``, for ``posts`` and ``media``."""
+        base_url = settings.get("base_url", "").rstrip("/")
         if not base_url:
             raise ConfigError(
                 f"the {self.name} channel has no base_url setting; set it with "
                 "`herald channel reconnect CHANNEL --set base_url=http://127.0.0.1:8025` "
                 "(where `herald sandbox serve` listens)"
             )
-        return f"{base_url}/api/{self.path_strategy}/posts"
+        return f"{base_url}/api/{self.path_strategy}/{resource}"
+
+    def posts_url(self, ctx: PublishContext) -> str:
+        return self.api_url(ctx.settings, "posts")
+
+    def authorization(self, settings: Mapping[str, str]) -> dict[str, str]:
+        return {"Authorization": f"Bearer {settings.get('token') or 'sandbox'}"}
 
     def headers(self, ctx: PublishContext) -> dict[str, str]:
-        return {"Authorization": f"Bearer {ctx.settings.get('token') or 'sandbox'}"}
+        return self.authorization(ctx.settings)
 
     def body(self, ctx: PublishContext) -> dict[str, Any]:
-        return {"text": ctx.text, "reply_to": ctx.reply_to, "root": ctx.root, "key": None}
+        return {
+            "text": ctx.text,
+            "reply_to": ctx.reply_to,
+            "root": ctx.root,
+            "key": None,
+            "media": [{"id": attachment.platform_id, "alt": attachment.alt} for attachment in ctx.media],
+        }
 
     def publish(self, ctx: PublishContext) -> Published:
         response = ctx.client.post(self.posts_url(ctx), json=self.body(ctx), headers=self.headers(ctx))
         raise_for_answer(response)
         return _published(response.json())
+
+    def upload(self, ctx: UploadContext) -> Uploaded:
+        """Send the file's bytes as the body, typed by its MIME type; the platform may still process it."""
+        headers = {**self.authorization(ctx.settings), "Content-Type": ctx.file.mime}
+        response = ctx.client.post(self.api_url(ctx.settings, "media"), content=ctx.file.read(), headers=headers)
+        raise_for_answer(response)
+        media_id, state = _media_state(response, "an upload")
+        if state == "failed":
+            raise Rejected(Reason.MEDIA_INVALID, f"sandbox could not process {ctx.file.filename}")
+        return Uploaded(platform_id=media_id, ready=state == "ready")
+
+    def media_ready(self, ctx: UploadContext, platform_id: str) -> bool:
+        url = f"{self.api_url(ctx.settings, 'media')}/{quote(platform_id, safe='')}"
+        response = ctx.client.get(url, headers=self.authorization(ctx.settings))
+        raise_for_answer(response)
+        _, state = _media_state(response, "a look at an upload")
+        if state == "failed":
+            raise Rejected(Reason.MEDIA_INVALID, f"sandbox could not process {ctx.file.filename}")
+        if state not in ("ready", "processing"):
+            raise Ambiguous(f"sandbox answered an upload's state as {state!r}, neither ready nor processing")
+        return state == "ready"
 
 
 class SandboxNative(SandboxAdapter):

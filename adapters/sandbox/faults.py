@@ -1,14 +1,17 @@
 """The sandbox platform's fault injection: what may go wrong, and when it does.
 
 A :class:`FaultConfig` is what ``PUT /sandbox/faults`` sets; a :class:`FaultPlan` holds
-the config with its seeded RNG and decides, once per ``POST /api/*/posts``, which fault
-(if any) that request gets. Every decision draws the same number of random values, so a
-run with a given ``seed`` replays exactly, whatever the outcome of each draw.
+the config with its seeded RNG and decides, once per ``POST /api/*/posts`` and once per
+upload (``POST /api/*/media``), which fault (if any) that request gets and whether an
+upload's processing will fail. Every decision draws the same number of random values,
+posts and uploads alike, so a run with a given ``seed`` replays exactly, whatever the
+outcome of each draw.
 
-``after`` and ``times`` aim the faults at the n-th request: ``after=2, times=1`` lets the
-first two matching POSTs through untouched and gives the third one the faults – part 3
-of a thread, say. Latency, forgotten keys and search lag are not counted: they apply
-throughout.
+``strategies`` and ``targets`` say which POSTs the faults apply to (``targets``: posts,
+uploads, or both). ``after`` and ``times`` then aim them at the n-th of those:
+``after=2, times=1`` lets the first two matching POSTs through untouched and gives the
+third one the faults – part 3 of a thread, say. Latency, forgotten keys, search lag and
+media processing time are not counted: they apply throughout (to the listed strategies).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from core.domain.errors import UserError
 
 #: The path prefixes of the platform API, one per dedupe strategy.
 STRATEGIES = ("native", "readback", "none")
+#: The POSTs faults can aim at: new posts (``/api/*/posts``) and uploads (``/api/*/media``).
+TARGETS = ("posts", "media")
 
 
 class FaultError(UserError, ValueError):
@@ -37,6 +42,8 @@ class Fault(StrEnum):
     RATE_LIMIT = "rate_limit"
     #: Answer 503, store nothing.
     ERROR_BEFORE_ACCEPT = "error_before_accept"
+    #: Uploads only: answer 422 ``media_invalid`` as if the file were bad, store nothing.
+    REFUSE_MEDIA = "refuse_media"
     #: Store the post, then close the socket without any answer.
     DROP_AFTER_ACCEPT = "drop_after_accept"
     #: Store the post, then answer 500.
@@ -52,6 +59,7 @@ class Fault(StrEnum):
 FAULT_ORDER = (
     Fault.RATE_LIMIT,
     Fault.ERROR_BEFORE_ACCEPT,
+    Fault.REFUSE_MEDIA,
     Fault.DROP_AFTER_ACCEPT,
     Fault.ERROR_AFTER_ACCEPT,
     Fault.HOLD_AFTER_ACCEPT,
@@ -71,13 +79,21 @@ class FaultConfig:
     error_after_accept: float = 0.0
     error_before_accept: float = 0.0
     rate_limit: float = 0.0
+    refuse_media: float = 0.0
     retry_after: int = 1
     latency: float = 0.0
     forget_keys_after: float | None = None
     #: Seconds an accepted post stays invisible to the key search (``GET /api/*/posts``),
     #: as a platform's search index lags behind its writes.
     search_lag: float = 0.0
+    #: Seconds an upload stays ``processing`` before it is ``ready`` (or ``failed``), as a
+    #: platform transcodes a video; fixed at upload, so a restart or a new config keeps it.
+    media_processing_seconds: float = 0.0
+    #: The chance that an upload's processing ends ``failed``, drawn once at upload.
+    media_processing_fails: float = 0.0
     strategies: tuple[str, ...] = STRATEGIES
+    #: Which POSTs get the faults: ``posts``, ``media`` (uploads), or both.
+    targets: tuple[str, ...] = TARGETS
     #: How many matching POSTs pass untouched before the faults apply.
     after: int = 0
     #: How many matching POSTs (after the first ``after``) may get a fault; None: all.
@@ -87,6 +103,7 @@ class FaultConfig:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["strategies"] = list(self.strategies)
+        data["targets"] = list(self.targets)
         return data
 
     @classmethod
@@ -103,10 +120,10 @@ class FaultConfig:
         if unknown:
             raise FaultError(f"unknown fault field(s) {unknown}; known fields: {sorted(known)}")
         values: dict[str, Any] = {}
-        for name in (f.value for f in FAULT_ORDER):
+        for name in (*(f.value for f in FAULT_ORDER), "media_processing_fails"):
             if name in body:
                 values[name] = _probability(name, body[name])
-        for name in ("hold_seconds", "trickle_interval", "latency", "search_lag"):
+        for name in ("hold_seconds", "trickle_interval", "latency", "search_lag", "media_processing_seconds"):
             if name in body:
                 values[name] = _seconds(name, body[name])
         if body.get("forget_keys_after") is not None:
@@ -122,7 +139,9 @@ class FaultConfig:
                 raise FaultError(f"seed must be an integer, got {body['seed']!r}")
             values["seed"] = body["seed"]
         if body.get("strategies") is not None:
-            values["strategies"] = _strategies(body["strategies"])
+            values["strategies"] = _names("strategies", body["strategies"], STRATEGIES)
+        if body.get("targets") is not None:
+            values["targets"] = _names("targets", body["targets"], TARGETS)
         return cls(**values)
 
 
@@ -156,13 +175,27 @@ def _count(name: str, value: object) -> int:
     return value
 
 
-def _strategies(value: object) -> tuple[str, ...]:
+def _names(name: str, value: object, known: tuple[str, ...]) -> tuple[str, ...]:
+    """A list of names out of ``known`` (``strategies``, ``targets``), without repeats."""
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise FaultError(f"strategies must be a list of strategy names, got {value!r}")
-    wrong = sorted(set(value) - set(STRATEGIES))
+        raise FaultError(f"{name} must be a list of names out of {list(known)}, got {value!r}")
+    wrong = sorted(set(value) - set(known))
     if wrong:
-        raise FaultError(f"unknown strategies {wrong}; known strategies: {list(STRATEGIES)}")
+        raise FaultError(f"unknown {name} {wrong}; known {name}: {list(known)}")
     return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one POST suffers: at most one fault, and for an upload whether its processing fails."""
+
+    fault: Fault | None = None
+    #: The upload's processing ends ``failed`` (``media_processing_fails``); unused for posts.
+    processing_fails: bool = False
+
+
+#: The decision for a POST the faults do not apply to.
+UNTOUCHED = Decision()
 
 
 class FaultPlan:
@@ -184,24 +217,29 @@ class FaultPlan:
             self._remaining = config.times
             self._to_skip = config.after
 
-    def choose(self, strategy: str) -> Fault | None:
-        """The fault one POST request to ``strategy`` suffers, or None.
+    def choose(self, strategy: str, target: str) -> Decision:
+        """What one POST request to ``strategy`` suffers; ``target`` is ``posts`` or ``media``.
 
-        A request to a listed strategy first uses up one of ``after`` (and gets no fault),
-        then one of ``times``.
+        A request to a listed strategy and target first uses up one of ``after`` (and gets
+        no fault), then one of ``times``. ``refuse_media`` is drawn for posts too, and never
+        hits them, so that every decision draws the same values.
         """
         with self._lock:
             config = self.config
-            if strategy not in config.strategies or self._remaining == 0:
-                return None
+            if strategy not in config.strategies or target not in config.targets or self._remaining == 0:
+                return UNTOUCHED
             if self._to_skip > 0:
                 self._to_skip -= 1
-                return None
+                return UNTOUCHED
             if self._remaining is not None:
                 self._remaining -= 1
             # Draw every value even after a hit, so the RNG advances the same way each request.
             draws = [(fault, self._rng.random()) for fault in FAULT_ORDER]
+            processing_draw = self._rng.random()
+        fails = processing_draw < config.media_processing_fails
         for fault, draw in draws:
+            if fault is Fault.REFUSE_MEDIA and target != "media":
+                continue  # drawn all the same, and never a post's fault
             if draw < getattr(config, fault.value):
-                return fault
-        return None
+                return Decision(fault, processing_fails=fails)
+        return Decision(processing_fails=fails)

@@ -3,14 +3,17 @@
 A real platform never forgets a post nor reuses an id: after a restart, the URLs herald
 stored must still show the posts they named, a new post must get a new id, and a native
 key sent again must still be recognised. The sandbox writes each change as one JSON line
-appended to the file (an accepted post, a token's state, a reset) and replays the lines
-when it starts.
+appended to the file (an accepted post or upload, a token's state, a reset) and replays
+the lines when it starts. An upload's bytes go to a file of their own in a ``media/``
+folder beside the state file (``media/<state file's stem>/<id>``, so two state files in
+one folder keep apart), written before the line that names it.
 
 Appending is the cheapest write there is (one ``write`` and ``flush`` under the store's
 lock, no fsync: a killed process loses nothing the kernel has, and only a machine crash
 could cut the last line). A line cut that way is skipped on replay. A reset rewrites the
 file as one line holding the id counters, through a temporary file and a rename, so ids
-are never reused even then. A lock file keeps a second sandbox off the same file.
+are never reused even then, and removes the uploads' files. A lock file keeps a second
+sandbox off the same file.
 """
 
 from __future__ import annotations
@@ -80,12 +83,33 @@ class Journal:
         self._file.flush()
 
     def rewrite(self, record: Mapping[str, Any]) -> None:
-        """Replace everything with one record, atomically (a reset)."""
+        """Replace everything with one record, atomically (a reset), then remove the uploads' files."""
         temporary = self.path.with_name(f"{self.path.name}.tmp")
         temporary.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
         os.replace(temporary, self.path)
         self._file.close()
         self._file = self.path.open("a", encoding="utf-8")
+        # After the rename: no record names them any more, whatever happens from here.
+        if self.media_dir.is_dir():
+            for file in self.media_dir.iterdir():
+                file.unlink(missing_ok=True)
+
+    @property
+    def media_dir(self) -> Path:
+        """The folder of the uploads' bytes, one file per upload named by its id."""
+        return self.path.parent / "media" / self.path.stem
+
+    def write_media(self, media_id: str, data: bytes) -> None:
+        """Keep an upload's bytes; called before the record naming it is appended."""
+        self.media_dir.mkdir(parents=True, exist_ok=True)
+        (self.media_dir / media_id).write_bytes(data)
+
+    def read_media(self, media_id: str) -> bytes | None:
+        """An upload's bytes; None when its file is gone (removed by hand)."""
+        try:
+            return (self.media_dir / media_id).read_bytes()
+        except FileNotFoundError:
+            return None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

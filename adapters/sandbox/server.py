@@ -1,9 +1,11 @@
 """The sandbox platform: a real local HTTP server that behaves like a social platform.
 
 One path prefix per dedupe strategy (``/api/native``, ``/api/readback``, ``/api/none``),
-an HTML feed at ``/`` for people, and an admin API under ``/sandbox`` that tests use as
-the oracle (every accepted post, in order; every answer held back, and when the client
-hung up on it) and to inject faults (``faults.py``).
+each taking posts (``/posts``) and uploads of media to attach to them (``/media``,
+``media.py``); an HTML feed at ``/`` for people, showing the posts with their images and
+videos (served at ``/media/{id}``); and an admin API under ``/sandbox`` that tests use as
+the oracle (every accepted post and upload, in order; every answer held back, and when
+the client hung up on it) and to inject faults (``faults.py``).
 
 It is built on the stdlib ``http.server`` rather than a framework because fault injection
 needs the raw socket: "accept the post, then close the connection without answering" is
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import html
 import json
 import os
 import signal
@@ -32,10 +33,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from adapters.sandbox.faults import STRATEGIES, Fault, FaultConfig, FaultError, FaultPlan
-from adapters.sandbox.store import TOKEN_STATES, PlatformStore, Refusal, StoredPost
+from adapters.sandbox.feed import render_feed, render_post
+from adapters.sandbox.store import TOKEN_STATES, PlatformStore, Refusal
 from core.domain.errors import UserError
 
 
@@ -43,6 +45,7 @@ from core.domain.errors import UserError
 class HeldAnswer:
     """One answer the platform held back (``hold_after_accept``, ``trickle_after_accept``)."""
 
+    #: The post's id, or the upload's (``media-N``).
     post_id: str
     fault: str
     #: Seconds from the post's acceptance until the client closed its connection; None
@@ -162,6 +165,12 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
                 if post is None:
                     raise Refusal(404, "not_found", f"no post {parts[1]!r}")
                 self._send_html(200, render_post(post))
+            elif method == "GET" and len(parts) == 2 and parts[0] == "media":
+                found = self.server.store.media_file(parts[1])
+                if found is None:
+                    raise Refusal(404, "not_found", f"no media {parts[1]!r}")
+                media, data = found
+                self._send(200, data, media.mime)
             else:
                 raise Refusal(404, "not_found", f"no route {method} {split.path}")
         except Refusal as refusal:
@@ -199,36 +208,43 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
     # -- the platform API -------------------------------------------------------------
 
     def _platform_api(self, method: str, parts: list[str], query: dict[str, str], raw: bytes) -> None:
-        if len(parts) != 2 or parts[0] not in STRATEGIES or parts[1] != "posts":
+        if len(parts) not in (2, 3) or parts[0] not in STRATEGIES or parts[1] not in ("posts", "media"):
             raise Refusal(404, "not_found", f"no route {method} {self.path}")
-        strategy = parts[0]
-        if method == "GET":
-            if strategy == "none":
-                raise Refusal(404, "not_found", "this platform cannot be searched")
-            if not query.get("key"):
-                raise Refusal(400, "bad_request", "give the key to search for: ?key=<key>")
-            config = self.server.faults.config
-            lag = config.search_lag if strategy in config.strategies else 0.0
-            found = self.server.store.search(strategy, query["key"], lag)
-            base_url = self._base_url()
-            self._send_json(200, {"posts": [post.public_json(base_url) for post in found]})
-        elif method == "POST":
+        strategy, route = parts[0], (method, *parts[1:])
+        if route == ("GET", "posts"):
+            self._search(strategy, query)
+        elif route == ("POST", "posts"):
             self._create_post(strategy, raw)
-        else:
+        elif route == ("POST", "media"):
+            self._upload_media(strategy, raw)
+        elif route[:2] == ("GET", "media") and len(route) == 3:
+            media = self.server.store.media(parts[2])
+            if media is None or media.strategy != strategy:
+                raise Refusal(404, "not_found", f"no media {parts[2]!r}")
+            self._send_json(200, media.public_json(self._base_url()))
+        elif len(parts) == 2:
             raise Refusal(405, "method_not_allowed", f"{method} is not allowed here")
+        else:
+            raise Refusal(404, "not_found", f"no route {method} {self.path}")
+
+    def _search(self, strategy: str, query: dict[str, str]) -> None:
+        if strategy == "none":
+            raise Refusal(404, "not_found", "this platform cannot be searched")
+        if not query.get("key"):
+            raise Refusal(400, "bad_request", "give the key to search for: ?key=<key>")
+        config = self.server.faults.config
+        lag = config.search_lag if strategy in config.strategies else 0.0
+        found = self.server.store.search(strategy, query["key"], lag)
+        base_url = self._base_url()
+        self._send_json(200, {"posts": [post.public_json(base_url) for post in found]})
 
     def _create_post(self, strategy: str, raw: bytes) -> None:
         faults = self.server.faults
         config = faults.config
-        fault = faults.choose(strategy)
-        if fault is Fault.RATE_LIMIT:
-            self._send_json(429, {"error": "rate_limited"}, {"Retry-After": str(config.retry_after)})
+        fault = faults.choose(strategy, "posts").fault
+        if self._refused_before_accept(fault, config):
             return
-        if fault is Fault.ERROR_BEFORE_ACCEPT:
-            self._send_json(503, {"error": "unavailable", "detail": "nothing was stored"})
-            return
-        authorization = self.headers.get("Authorization", "")
-        token = authorization.removeprefix("Bearer ").strip() if authorization.startswith("Bearer ") else ""
+        token = self._token()
         self.server.store.check_token(token)
         body = self._json_body(raw)
         if not isinstance(body, dict):
@@ -237,19 +253,53 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
         post, created = self.server.store.accept(
             strategy, body, token, self.headers.get("Idempotency-Key") or None, forget_after
         )
+        answer = post.public_json(self._base_url())
+        body = {name: answer[name] for name in ("id", "url", "created_at")}
+        self._answer_accepted(fault, config, post.id, 201 if created else 200, body)
+
+    def _upload_media(self, strategy: str, raw: bytes) -> None:
+        """Take one file (the raw body, typed by ``Content-Type``) to attach to a post later."""
+        faults = self.server.faults
+        config = faults.config
+        decision = faults.choose(strategy, "media")
+        if self._refused_before_accept(decision.fault, config):
+            return
+        token = self._token()
+        self.server.store.check_token(token)
+        if decision.fault is Fault.REFUSE_MEDIA:
+            raise Refusal(422, "media_invalid", "the platform refused the file")
+        mime = (self.headers.get("Content-Type") or "").partition(";")[0].strip().lower()
+        processing = config.media_processing_seconds if strategy in config.strategies else 0.0
+        media = self.server.store.accept_media(strategy, raw, mime, token, processing, decision.processing_fails)
+        self._answer_accepted(decision.fault, config, media.id, 201, media.public_json(self._base_url()))
+
+    def _token(self) -> str:
+        authorization = self.headers.get("Authorization", "")
+        return authorization.removeprefix("Bearer ").strip() if authorization.startswith("Bearer ") else ""
+
+    def _refused_before_accept(self, fault: Fault | None, config: FaultConfig) -> bool:
+        """Answer a fault that stores nothing (429, 503); True when one was answered."""
+        if fault is Fault.RATE_LIMIT:
+            self._send_json(429, {"error": "rate_limited"}, {"Retry-After": str(config.retry_after)})
+            return True
+        if fault is Fault.ERROR_BEFORE_ACCEPT:
+            self._send_json(503, {"error": "unavailable", "detail": "nothing was stored"})
+            return True
+        return False
+
+    def _answer_accepted(
+        self, fault: Fault | None, config: FaultConfig, stored_id: str, status: int, body: Any
+    ) -> None:
+        """Answer a request whose post or upload is stored, as its fault (if any) says."""
         if fault is Fault.DROP_AFTER_ACCEPT:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        if fault is Fault.ERROR_AFTER_ACCEPT:
+        elif fault is Fault.ERROR_AFTER_ACCEPT:
             self._send_json(500, {"error": "internal_error"})
-            return
-        answer = post.public_json(self._base_url())
-        status, body = 201 if created else 200, {name: answer[name] for name in ("id", "url", "created_at")}
-        if fault is Fault.HOLD_AFTER_ACCEPT:
-            self._hold(post.id, fault, config.hold_seconds, status, body)
+        elif fault is Fault.HOLD_AFTER_ACCEPT:
+            self._hold(stored_id, fault, config.hold_seconds, status, body)
         elif fault is Fault.TRICKLE_AFTER_ACCEPT:
-            self._trickle(post.id, fault, config.trickle_interval, status, body)
+            self._trickle(stored_id, fault, config.trickle_interval, status, body)
         else:
             self._send_json(status, body)
 
@@ -327,6 +377,8 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
             if strategy is not None and strategy not in STRATEGIES:
                 raise Refusal(400, "bad_request", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)}")
             self._send_json(200, {"posts": [post.admin_json() for post in store.posts(strategy)]})
+        elif route == ("GET", "media") and len(parts) == 1:
+            self._send_json(200, {"media": [media.admin_json() for media in store.uploads()]})
         elif route == ("DELETE", "posts") and len(parts) == 1:
             store.reset()
             faults.configure(FaultConfig())
@@ -355,38 +407,6 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
             self._send_json(200, {"token": parts[1], "state": state})
         else:
             raise Refusal(404, "not_found", f"no route {method} /sandbox/{'/'.join(parts)}")
-
-
-_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font:15px/1.4 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}
-article{{border-bottom:1px solid #ddd;padding:.6rem 0}}small{{color:#666}}
-p{{white-space:pre-wrap;margin:.3rem 0}}</style></head>
-<body><h1>{title}</h1>
-{body}
-</body></html>
-"""
-
-
-def _post_html(post: StoredPost) -> str:
-    def link(post_id: str) -> str:
-        return f'<a href="/p/{html.escape(quote(post_id))}">{html.escape(post_id)}</a>'
-
-    reply = f" · reply to {link(post.reply_to)}" if post.reply_to else ""
-    return (
-        f"<article><small>{link(post.id)} · {html.escape(post.strategy)} · "
-        f"{html.escape(post.created_at)}{reply}</small><p>{html.escape(post.text)}</p></article>"
-    )
-
-
-def render_feed(posts: list[StoredPost]) -> str:
-    """The feed people look at: every post, newest first."""
-    items = "\n".join(_post_html(post) for post in reversed(posts)) or "<p>No posts yet.</p>"
-    return _PAGE.format(title="herald sandbox platform", body=items)
-
-
-def render_post(post: StoredPost) -> str:
-    return _PAGE.format(title=f"post {html.escape(post.id)}", body=_post_html(post))
 
 
 class SandboxServer:

@@ -1,14 +1,15 @@
-"""The sandbox platform's memory: accepted posts, remembered keys and token states.
+"""The sandbox platform's memory: accepted posts and uploads, remembered keys and token states.
 
 Everything lives in memory behind one lock; the validation a real platform does on a new
-post (text length, thread parent, idempotency replay) happens under that lock, so two
-requests with the same key can never both create a post. Given a state file, every change
-is also written to it (``journal.py``) and read back at start, so a restarted platform
-still has its posts, their ids and the keys it remembers.
+post (text length, thread parent, its media, idempotency replay) happens under that lock,
+so two requests with the same key can never both create a post. Given a state file, every
+change is also written to it (``journal.py``) and read back at start, so a restarted
+platform still has its posts, its uploads, their ids and the keys it remembers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from dataclasses import dataclass
@@ -18,11 +19,21 @@ from typing import Any
 
 from adapters.sandbox.faults import STRATEGIES
 from adapters.sandbox.journal import Journal
+from adapters.sandbox.media import (
+    MAX_ALT_CHARS,
+    MAX_ATTACHMENTS,
+    MediaState,
+    PostMedia,
+    StoredMedia,
+    upload_problem,
+)
 from core.domain.errors import HeraldError
 
 #: Longest text the platform accepts, in characters.
 MAX_CHARS = 500
 TOKEN_STATES = ("ok", "revoked", "forbidden")
+#: The id counter of uploads (``media-N``), kept with the strategies' post counters.
+MEDIA_COUNTER = "media"
 
 
 class Refusal(HeraldError):
@@ -49,6 +60,8 @@ class StoredPost:
     created_at: str
     #: ``time.monotonic()`` when it was stored: the search index lags from here.
     accepted_at: float = 0.0
+    #: The uploads it carries, in order.
+    media: tuple[PostMedia, ...] = ()
 
     def admin_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +74,7 @@ class StoredPost:
             "root": self.root,
             "token": self.token,
             "created_at": self.created_at,
+            "media": [medium.admin_json() for medium in self.media],
         }
 
     @classmethod
@@ -68,7 +82,8 @@ class StoredPost:
         """A post written by :meth:`admin_json`; its index lag counts from its creation."""
         created = datetime.fromisoformat(data["created_at"])
         accepted_at = time.monotonic() - max(0.0, (datetime.now(UTC) - created).total_seconds())
-        return cls(**{name: data[name] for name in _STORED}, accepted_at=accepted_at)
+        media = tuple(PostMedia(**medium) for medium in data.get("media", ()))
+        return cls(**{name: data[name] for name in _STORED}, accepted_at=accepted_at, media=media)
 
     def public_json(self, base_url: str) -> dict[str, Any]:
         return {
@@ -79,24 +94,54 @@ class StoredPost:
             "reply_to": self.reply_to,
             "root": self.root,
             "created_at": self.created_at,
+            "media": [medium.public_json(base_url) for medium in self.media],
         }
 
 
 _STORED = ("id", "strategy", "key", "idempotency_key", "text", "reply_to", "root", "token", "created_at")
 
 
+def _attachments(value: object) -> list[tuple[str, str | None]]:
+    """The ``media`` of a post's body as (id, alt) pairs, in order; absent, null or [] is none.
+
+    Raises:
+        Refusal: 422 ``media_invalid``, it is not a list of at most four ``{"id", "alt"}`` objects.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Refusal(422, "media_invalid", 'media must be a list of {"id": ..., "alt": ...} objects')
+    if len(value) > MAX_ATTACHMENTS:
+        raise Refusal(422, "media_invalid", f"a post carries at most {MAX_ATTACHMENTS} media, got {len(value)}")
+    pairs: list[tuple[str, str | None]] = []
+    for position, item in enumerate(value, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise Refusal(422, "media_invalid", f"media item {position} must be an object with a string id")
+        alt = item.get("alt")
+        if alt is not None and not isinstance(alt, str):
+            raise Refusal(422, "media_invalid", f"the alt of media item {position} must be a string or null")
+        if alt is not None and len(alt) > MAX_ALT_CHARS:
+            detail = f"the alt of media item {position} is {len(alt)} characters, at most {MAX_ALT_CHARS}"
+            raise Refusal(422, "media_invalid", detail)
+        pairs.append((item["id"], alt))
+    return pairs
+
+
 class PlatformStore:
-    """Posts, remembered idempotency keys and token states, behind one lock; kept in
-    ``state`` too when one is given (None: in memory only, as tests mostly want)."""
+    """Posts, uploads, remembered idempotency keys and token states, behind one lock; kept
+    in ``state`` too when one is given (None: in memory only, as tests mostly want)."""
 
     def __init__(self, state: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._posts: dict[str, StoredPost] = {}
+        self._media: dict[str, StoredMedia] = {}
+        #: upload id → its bytes (a state file keeps them in files too, for a restart)
+        self._files: dict[str, bytes] = {}
         #: native Idempotency-Key → (post id, monotonic time it was first seen)
         self._keys: dict[str, tuple[str, float]] = {}
         self._tokens: dict[str, str] = {}
         # Ids are never reused, not even after a reset: a real platform never reuses them.
-        self._counters = dict.fromkeys(STRATEGIES, 0)
+        self._counters = dict.fromkeys((*STRATEGIES, MEDIA_COUNTER), 0)
         self._journal = Journal(state) if state is not None else None
         if self._journal is not None:
             try:
@@ -119,6 +164,12 @@ class PlatformStore:
         if "post" in record:
             post = StoredPost.from_admin_json(record["post"])
             self._remember(post)
+        elif "media" in record:
+            media = StoredMedia.from_record(record["media"])
+            data = self._journal.read_media(media.id) if self._journal is not None else None
+            self._count(MEDIA_COUNTER, media.id)  # its id stays given, even when its file is gone
+            if data is not None:
+                self._remember_media(media, data)
         elif "token" in record:
             self._set_token(record["token"], record["state"])
         elif "reset" in record:
@@ -130,9 +181,18 @@ class PlatformStore:
         self._posts[post.id] = post
         if post.idempotency_key is not None:
             self._keys[post.idempotency_key] = (post.id, post.accepted_at)
-        number = post.id.rpartition("-")[2]
+        self._count(post.strategy, post.id)
+
+    def _remember_media(self, media: StoredMedia, data: bytes) -> None:
+        self._media[media.id] = media
+        self._files[media.id] = data
+        self._count(MEDIA_COUNTER, media.id)
+
+    def _count(self, counter: str, given_id: str) -> None:
+        """Keep ``counter`` at or past the number of an id given already, so it is never given again."""
+        number = given_id.rpartition("-")[2]
         if number.isdigit():
-            self._counters[post.strategy] = max(self._counters.get(post.strategy, 0), int(number))
+            self._counters[counter] = max(self._counters.get(counter, 0), int(number))
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._journal is not None:
@@ -140,6 +200,8 @@ class PlatformStore:
 
     def _clear(self) -> None:
         self._posts.clear()
+        self._media.clear()
+        self._files.clear()
         self._keys.clear()
         self._tokens.clear()
 
@@ -185,7 +247,9 @@ class PlatformStore:
             The post, and whether it was created now (False: a native replay).
 
         Raises:
-            Refusal: the body is invalid (422) or replies to an unknown post.
+            Refusal: the body is invalid (422), replies to an unknown post, or attaches
+                media that is unknown, failed (``media_invalid``) or still processing
+                (``media_not_ready``).
         """
         text, reply_to, root, key = (body.get(name) for name in ("text", "reply_to", "root", "key"))
         if not isinstance(text, str) or not text.strip():
@@ -195,6 +259,7 @@ class PlatformStore:
         for name, value in (("reply_to", reply_to), ("root", root), ("key", key)):
             if value is not None and not isinstance(value, str):
                 raise Refusal(422, "content_rejected", f"{name} must be a string or null")
+        attachments = _attachments(body.get("media"))
         dedupes = strategy == "native" and bool(idempotency_key)
         with self._lock:
             now = time.monotonic()
@@ -206,6 +271,7 @@ class PlatformStore:
             parent = self._posts.get(reply_to) if reply_to is not None else None
             if reply_to is not None and (parent is None or parent.strategy != strategy):
                 raise Refusal(422, "thread_parent_missing", f"no post {reply_to!r} to reply to")
+            media = self._attached(strategy, attachments, now)
             self._counters[strategy] += 1
             post = StoredPost(
                 id=f"{strategy}-{self._counters[strategy]}",
@@ -218,10 +284,79 @@ class PlatformStore:
                 token=token,
                 created_at=datetime.now(UTC).isoformat(),
                 accepted_at=now,
+                media=media,
             )
             self._write({"post": post.admin_json()})
             self._remember(post)
             return post, True
+
+    def _attached(self, strategy: str, attachments: list[tuple[str, str | None]], now: float) -> tuple[PostMedia, ...]:
+        """The media a new post carries (the caller holds the lock).
+
+        Raises:
+            Refusal: 422 ``media_invalid`` for an upload that is unknown, another strategy's
+                or failed; then ``media_not_ready`` for one still processing.
+        """
+        found: list[tuple[StoredMedia, str | None]] = []
+        for media_id, alt in attachments:
+            media = self._media.get(media_id)
+            if media is None or media.strategy != strategy:
+                raise Refusal(422, "media_invalid", f"no media {media_id!r} to attach")
+            if media.state(now) is MediaState.FAILED:
+                raise Refusal(422, "media_invalid", f"media {media_id!r} could not be processed")
+            found.append((media, alt))
+        # Refusals for good first: a post that can never be sent is not told to wait.
+        processing = [media.id for media, _ in found if media.state(now) is MediaState.PROCESSING]
+        if processing:
+            raise Refusal(422, "media_not_ready", f"media {', '.join(processing)} still processing: send again later")
+        return tuple(PostMedia(id=media.id, alt=alt, mime=media.mime) for media, alt in found)
+
+    def accept_media(
+        self, strategy: str, data: bytes, mime: str, token: str, processing_seconds: float, fails: bool
+    ) -> StoredMedia:
+        """Store an upload; it is ``processing`` for ``processing_seconds``, then ready or, if ``fails``, failed.
+
+        Raises:
+            Refusal: 422 ``media_invalid``, the platform does not take the file.
+        """
+        problem = upload_problem(data, mime)
+        if problem is not None:
+            raise Refusal(422, "media_invalid", problem)
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            self._counters[MEDIA_COUNTER] += 1
+            media = StoredMedia(
+                id=f"media-{self._counters[MEDIA_COUNTER]}",
+                strategy=strategy,
+                mime=mime,
+                size=len(data),
+                sha256=digest,
+                token=token,
+                created_at=datetime.now(UTC).isoformat(),
+                processing_seconds=processing_seconds,
+                fails=fails,
+                accepted_at=time.monotonic(),
+            )
+            if self._journal is not None:
+                self._journal.write_media(media.id, data)  # before the record that names it
+            self._write({"media": media.record()})
+            self._remember_media(media, data)
+            return media
+
+    def media(self, media_id: str) -> StoredMedia | None:
+        with self._lock:
+            return self._media.get(media_id)
+
+    def media_file(self, media_id: str) -> tuple[StoredMedia, bytes] | None:
+        """An upload with its bytes, to serve them."""
+        with self._lock:
+            media = self._media.get(media_id)
+            return (media, self._files[media_id]) if media is not None else None
+
+    def uploads(self) -> list[StoredMedia]:
+        """Every accepted upload in acceptance order."""
+        with self._lock:
+            return list(self._media.values())
 
     def search(self, strategy: str, key: str, lag: float = 0.0) -> list[StoredPost]:
         """The posts carrying ``key``, leaving out those stored less than ``lag`` seconds ago."""

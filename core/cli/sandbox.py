@@ -38,8 +38,9 @@ def _admin(method: str, url: str, path: str, body: Any) -> Any:
 
 
 def _value(key: str, raw: str) -> Any:
-    """A fault setting's value: a number or ``null``; ``strategies`` is a list (``none,readback``)."""
-    if key == "strategies":
+    """A fault setting's value: a number or ``null``; ``strategies`` and ``targets`` are
+    lists (``none,readback``, ``media``)."""
+    if key in ("strategies", "targets"):
         return [word.strip() for word in raw.split(",") if word.strip()]
     try:
         return json.loads(raw)
@@ -66,7 +67,10 @@ def register(sandbox_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--set",
-                help="A fault setting, key=value, e.g. drop_after_accept=1, times=1, strategies=none; repeatable.",
+                help=(
+                    "A fault setting, key=value, e.g. drop_after_accept=1, times=1, strategies=none, "
+                    "targets=media, media_processing_seconds=5; repeatable."
+                ),
             ),
         ] = None,
         url: UrlOpt = DEFAULT_URL,

@@ -121,6 +121,7 @@ def test_readback_stores_key_and_finds_every_copy_because_it_does_not_deduplicat
         "reply_to": None,
         "root": None,
         "created_at": first["created_at"],
+        "media": [],
     }
     assert stored(client, "readback")[0]["idempotency_key"] is None
 

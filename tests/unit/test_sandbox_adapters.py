@@ -1,19 +1,45 @@
-"""The sandbox adapters against respx: what they send, and how they read each answer."""
+"""The sandbox adapters against respx: what they send, and how they read each answer;
+their media against a real sandbox platform on loopback."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 import respx
+from PIL import Image
 
 from adapters.sandbox import herald_register_adapters
 from adapters.sandbox.adapters import SandboxAdapter, SandboxNative, SandboxNone, SandboxReadback
-from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
+from adapters.sandbox.server import SandboxServer
+from core.domain.errors import (
+    Ambiguous,
+    AuthExpired,
+    ConfigError,
+    MediaNotReady,
+    NotSent,
+    PublishError,
+    RateLimited,
+    Rejected,
+)
 from core.domain.states import Reason, Strategy
-from core.plugins.adapter import Adapter, Limits, PublishContext, Published
+from core.plugins.adapter import (
+    IMAGE_TYPES,
+    MB,
+    Adapter,
+    Attachment,
+    Limits,
+    MediaFile,
+    PublishContext,
+    Published,
+    UploadContext,
+    Uploaded,
+)
 from core.plugins.transport import call_platform
 
 BASE = "http://sandbox.test"
@@ -60,7 +86,22 @@ def test_adapters_declare_name_strategy_ttl_and_limits() -> None:
         ("sandbox-none", Strategy.NONE, "1"),
     ]
     assert SandboxNative.key_ttl == 24 * 3600
-    assert all(a.limits == Limits(max_chars=500, threads=True) for a in ADAPTERS)
+    media = IMAGE_TYPES | {"video/mp4"}
+    assert all(
+        a.limits
+        == Limits(
+            max_chars=500,
+            threads=True,
+            max_media=4,
+            media_types=media,
+            max_image_bytes=8 * MB,
+            max_video_bytes=40 * MB,
+            max_video_seconds=140.0,
+            alt_text=True,
+            max_alt_chars=1500,
+        )
+        for a in ADAPTERS
+    )
 
 
 def test_only_readback_can_find() -> None:
@@ -87,7 +128,7 @@ def test_native_sends_idempotency_key_header_and_no_key_in_body(
 
     request = route.calls.last.request
     assert request.headers["Idempotency-Key"] == "k3y"
-    assert json.loads(request.content) == {"text": "hello", "reply_to": "x-0", "root": "x-0", "key": None}
+    assert json.loads(request.content) == {"text": "hello", "reply_to": "x-0", "root": "x-0", "key": None, "media": []}
 
 
 def test_readback_sends_key_in_body_and_no_idempotency_header(platform: respx.MockRouter, client: httpx.Client) -> None:
@@ -181,6 +222,7 @@ def test_401_is_auth_expired(platform: respx.MockRouter, client: httpx.Client, a
         (403, {"error": "permission_denied"}, Reason.PERMISSION_DENIED),
         (422, {"error": "thread_parent_missing"}, Reason.THREAD_PARENT_MISSING),
         (422, {"error": "content_rejected", "detail": "too long"}, Reason.CONTENT_REJECTED),
+        (422, {"error": "media_invalid", "detail": "the platform refused the file"}, Reason.MEDIA_INVALID),
         (422, {"error": "spam_detected"}, Reason.CONTENT_REJECTED),
         (422, "not json", Reason.CONTENT_REJECTED),
         (400, {"error": "bad_request"}, Reason.CONTENT_REJECTED),
@@ -286,3 +328,212 @@ def test_find_maps_errors_like_publish(platform: respx.MockRouter, client: httpx
 
     with pytest.raises(AuthExpired):
         SandboxReadback().find(context(client))
+
+
+# -- media ------------------------------------------------------------------------------
+
+
+def png(color: str = "red") -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), color).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def media_file(data: bytes, mime: str = "image/png", filename: str = "cat.png") -> MediaFile:
+    return MediaFile(
+        digest=hashlib.sha256(data).hexdigest(),
+        mime=mime,
+        size=len(data),
+        filename=filename,
+        alt=None,
+        width=4,
+        height=4,
+        duration=None,
+        read=lambda: data,
+    )
+
+
+def upload_context(client: httpx.Client, base_url: str, file: MediaFile, **settings: str) -> UploadContext:
+    return UploadContext(settings={"base_url": base_url, **settings}, client=client, file=file, key="k3y:1")
+
+
+def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not true within {timeout:g}s"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[SandboxServer]:
+    with SandboxServer() as running:
+        yield running
+
+
+@pytest.fixture
+def live(sandbox: SandboxServer, client: httpx.Client) -> str:
+    """The real platform's address, emptied and without faults."""
+    client.delete(f"{sandbox.url}/sandbox/posts").raise_for_status()
+    return sandbox.url
+
+
+def set_faults(client: httpx.Client, base_url: str, **faults: object) -> None:
+    client.put(f"{base_url}/sandbox/faults", json=faults).raise_for_status()
+
+
+def uploads(client: httpx.Client, base_url: str) -> list[dict[str, object]]:
+    listed: list[dict[str, object]] = client.get(f"{base_url}/sandbox/media").json()["media"]
+    return listed
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_upload_sends_the_file_typed_and_with_the_token_and_returns_a_ready_upload(
+    client: httpx.Client, live: str, adapter: type[SandboxAdapter]
+) -> None:
+    data = png()
+
+    uploaded = adapter().upload(upload_context(client, live, media_file(data), token="s3cret"))
+
+    (stored,) = uploads(client, live)
+    assert uploaded == Uploaded(platform_id=str(stored["id"]), ready=True)
+    assert (stored["strategy"], stored["mime"], stored["token"]) == (PATHS[adapter], "image/png", "s3cret")
+    assert stored["sha256"] == hashlib.sha256(data).hexdigest()
+    assert adapter().media_ready(upload_context(client, live, media_file(data)), uploaded.platform_id) is True
+
+
+def test_an_upload_still_processing_is_not_ready_until_media_ready_says_it_is(client: httpx.Client, live: str) -> None:
+    set_faults(client, live, media_processing_seconds=0.3)
+    ctx = upload_context(client, live, media_file(png()))
+
+    uploaded = SandboxNative().upload(ctx)
+
+    assert uploaded.ready is False
+    assert SandboxNative().media_ready(ctx, uploaded.platform_id) is False
+    eventually(lambda: SandboxNative().media_ready(ctx, uploaded.platform_id))
+
+
+def test_an_upload_whose_processing_failed_at_once_is_rejected_naming_the_file(client: httpx.Client, live: str) -> None:
+    set_faults(client, live, media_processing_fails=1.0)
+
+    with pytest.raises(Rejected, match=r"could not process cat\.png") as caught:
+        SandboxNone().upload(upload_context(client, live, media_file(png())))
+    assert caught.value.reason is Reason.MEDIA_INVALID
+
+
+def test_media_ready_of_an_upload_whose_processing_failed_is_rejected_naming_the_file(
+    client: httpx.Client, live: str
+) -> None:
+    set_faults(client, live, media_processing_seconds=0.2, media_processing_fails=1.0)
+    ctx = upload_context(client, live, media_file(png(), filename="holiday.png"))
+    uploaded = SandboxNone().upload(ctx)
+
+    def failed() -> bool:
+        try:
+            SandboxNone().media_ready(ctx, uploaded.platform_id)
+        except Rejected as exc:
+            assert exc.reason is Reason.MEDIA_INVALID and "could not process holiday.png" in str(exc)
+            return True
+        return False
+
+    eventually(failed)
+
+
+def test_a_file_the_platform_refuses_is_rejected_as_media_invalid(client: httpx.Client, live: str) -> None:
+    with pytest.raises(Rejected) as caught:
+        SandboxNone().upload(upload_context(client, live, media_file(png(), mime="image/jpeg")))
+
+    assert (caught.value.reason, caught.value.status) == (Reason.MEDIA_INVALID, 422)
+    assert uploads(client, live) == []
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_publish_carries_the_attachments_in_order_with_their_alt_text(
+    client: httpx.Client, live: str, adapter: type[SandboxAdapter]
+) -> None:
+    first = adapter().upload(upload_context(client, live, media_file(png("red"))))
+    second = adapter().upload(upload_context(client, live, media_file(png("blue"))))
+    ctx = PublishContext(
+        settings={"base_url": live},
+        key="k3y",
+        text="two pictures",
+        client=client,
+        media=(
+            Attachment(platform_id=second.platform_id, alt="blue", mime="image/png"),
+            Attachment(platform_id=first.platform_id, alt=None, mime="image/png"),
+        ),
+    )
+
+    published = adapter().publish(ctx)
+
+    (stored,) = client.get(f"{live}/sandbox/posts").json()["posts"]
+    assert stored["id"] == published.platform_id
+    assert stored["media"] == [
+        {"id": second.platform_id, "alt": "blue", "mime": "image/png"},
+        {"id": first.platform_id, "alt": None, "mime": "image/png"},
+    ]
+
+
+def test_publish_attaching_media_still_processing_is_media_not_ready_and_posts_nothing(
+    client: httpx.Client, live: str
+) -> None:
+    set_faults(client, live, media_processing_seconds=3600)
+    uploaded = SandboxReadback().upload(upload_context(client, live, media_file(png())))
+    ctx = PublishContext(
+        settings={"base_url": live},
+        key="k3y",
+        text="wait for it",
+        client=client,
+        media=(Attachment(platform_id=uploaded.platform_id, alt=None, mime="image/png"),),
+    )
+
+    with pytest.raises(MediaNotReady) as caught:
+        SandboxReadback().publish(ctx)
+
+    assert isinstance(caught.value, NotSent) and caught.value.status == 422
+    assert client.get(f"{live}/sandbox/posts").json()["posts"] == []
+
+
+def test_422_media_not_ready_is_media_not_ready_not_rejected(platform: respx.MockRouter, client: httpx.Client) -> None:
+    answer_posts(platform, SandboxNone, httpx.Response(422, json={"error": "media_not_ready"}))
+
+    with pytest.raises(MediaNotReady) as caught:
+        SandboxNone().publish(context(client))
+    assert caught.value.status == 422
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        httpx.Response(201, json={"state": "ready"}),
+        httpx.Response(201, json={"id": 7, "state": "ready"}),
+        httpx.Response(201, json=["media-1"]),
+        httpx.Response(201, text="created"),
+    ],
+)
+def test_an_upload_confirmed_without_an_id_is_ambiguous(
+    platform: respx.MockRouter, client: httpx.Client, response: httpx.Response
+) -> None:
+    platform.post("/api/none/media").mock(return_value=response)
+
+    with pytest.raises(Ambiguous):
+        SandboxNone().upload(upload_context(client, BASE, media_file(png())))
+
+
+def test_upload_maps_refusals_like_publish(platform: respx.MockRouter, client: httpx.Client) -> None:
+    platform.post("/api/native/media").mock(return_value=httpx.Response(429, headers={"Retry-After": "3"}))
+
+    with pytest.raises(RateLimited) as caught:
+        SandboxNative().upload(upload_context(client, BASE, media_file(png())))
+    assert caught.value.retry_after == 3.0
+    assert "Idempotency-Key" not in platform.calls.last.request.headers
+
+
+def test_media_ready_with_a_state_it_does_not_know_is_ambiguous(
+    platform: respx.MockRouter, client: httpx.Client
+) -> None:
+    platform.get("/api/none/media/media-1").mock(
+        return_value=httpx.Response(200, json={"id": "media-1", "state": "transcoding"})
+    )
+
+    with pytest.raises(Ambiguous, match="transcoding"):
+        SandboxNone().media_ready(upload_context(client, BASE, media_file(png())), "media-1")

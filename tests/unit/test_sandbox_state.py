@@ -1,13 +1,16 @@
-"""The sandbox platform's memory kept in a file: a restart forgets no post, reuses no id,
-and still knows the native keys it saw; a second sandbox is kept off the same file."""
+"""The sandbox platform's memory kept in a file: a restart forgets no post nor upload,
+reuses no id, and still knows the native keys it saw; a second sandbox is kept off the
+same file."""
 
 from __future__ import annotations
 
+import io
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from adapters.sandbox.server import check_port, ensure_free, listen
 from adapters.sandbox.store import PlatformStore, Refusal
@@ -17,6 +20,15 @@ from core.domain.errors import UserError
 @pytest.fixture
 def state(tmp_path: Path) -> Path:
     return tmp_path / "sandbox" / "posts.jsonl"
+
+
+def image(kind: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buffer, kind)
+    return buffer.getvalue()
+
+
+PNG, GIF = image("PNG"), image("GIF")
 
 
 def body(text: str, key: str | None = None) -> dict[str, str | None]:
@@ -143,3 +155,60 @@ def test_a_taken_port_is_refused_naming_it_and_the_fix(taken_port: int, state: P
     with pytest.raises(UserError, match=f"port {taken_port} is in use on 127.0.0.1 .* give another with --port$"):
         listen("127.0.0.1", taken_port, state)
     PlatformStore(state).close()  # the refused sandbox did not keep the state file locked
+
+
+# -- media ----------------------------------------------------------------------------
+
+
+def test_uploads_their_bytes_and_the_posts_carrying_them_survive_a_restart(state: Path) -> None:
+    store = PlatformStore(state)
+    kept = store.accept_media("native", PNG, "image/png", "tok", processing_seconds=0.0, fails=False)
+    slow = store.accept_media("native", PNG, "image/png", "tok", processing_seconds=3600.0, fails=False)
+    failed = store.accept_media("none", GIF, "image/gif", "tok", processing_seconds=0.0, fails=True)
+    carrier, _ = store.accept(
+        "native", {**body("with media"), "media": [{"id": kept.id, "alt": "a"}]}, "tok", None, None
+    )
+
+    store = restarted(state, store)
+
+    assert [m.admin_json() for m in store.uploads()] == [m.admin_json() for m in (kept, slow, failed)]
+    assert [str(m.state()) for m in store.uploads()] == ["ready", "processing", "failed"]
+    assert store.media_file(failed.id) == (store.media(failed.id), GIF)
+    assert store.posts()[0].admin_json() == carrier.admin_json()
+    assert store.accept_media("none", PNG, "image/png", "tok", 0.0, False).id == "media-4"
+    store.close()
+
+
+def test_two_state_files_in_one_folder_keep_their_media_apart(state: Path) -> None:
+    first, second = PlatformStore(state), PlatformStore(state.with_name("other.jsonl"))
+    mine = first.accept_media("none", PNG, "image/png", "tok", 0.0, False)
+    theirs = second.accept_media("none", GIF, "image/gif", "tok", 0.0, False)
+    assert mine.id == theirs.id  # each sandbox counts its own ids
+
+    second.reset()
+    first, second = restarted(state, first), restarted(state.with_name("other.jsonl"), second)
+
+    assert first.media_file(mine.id) == (first.media(mine.id), PNG)
+    assert second.uploads() == []
+    first.close()
+    second.close()
+
+
+def test_an_upload_whose_file_was_removed_by_hand_is_forgotten_but_its_id_is_not_given_again(state: Path) -> None:
+    store = PlatformStore(state)
+    gone = store.accept_media("none", PNG, "image/png", "tok", 0.0, False)
+    store.close()
+    (state.parent / "media" / state.stem / gone.id).unlink()
+
+    store = PlatformStore(state)
+
+    assert store.uploads() == []
+    assert store.accept_media("none", PNG, "image/png", "tok", 0.0, False).id == "media-2"
+    store.close()
+
+
+def test_without_a_state_file_uploads_stay_in_memory(tmp_path: Path) -> None:
+    store = PlatformStore()
+    media = store.accept_media("none", PNG, "image/png", "tok", 0.0, False)
+    assert store.media_file(media.id) == (media, PNG)
+    assert list(tmp_path.iterdir()) == []
