@@ -110,7 +110,7 @@ def test_bad_files_are_refused_with_a_clear_message_and_nothing_kept(
 def test_a_cut_off_video_is_refused_where_ffprobe_can_tell(herald: Settings, tmp_path: Path) -> None:
     clip = mp4(tmp_path / "clip.mp4")
     cut = _write(tmp_path / "cut.mp4", clip.read_bytes()[:600])
-    with pytest.raises(UserError, match="cut.mp4 is a damaged video/mp4 video"):
+    with pytest.raises(UserError, match=r"cut.mp4 is a damaged video/mp4 video"):
         add_media(cut)
 
 
