@@ -152,10 +152,13 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
         for child in children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
+        # Ten seconds for all of them together, not each: Ctrl-C never waits long.
+        deadline = time.monotonic() + 10
         for child in children:
             try:
-                child.wait(timeout=10)
+                child.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         if embedded:
             stop_embedded(home)
