@@ -13,6 +13,7 @@ import sys
 import time
 import webbrowser
 from pathlib import Path
+from types import FrameType
 
 import httpx
 from sqlalchemy import select
@@ -111,6 +112,10 @@ def seed_demo(sandbox_url: str) -> list[int]:
     ]
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
     """Start everything, or refuse at once (before starting anything) when the sandbox
     port is taken – by another ``herald run``, most likely.
@@ -119,6 +124,10 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
         UserError: the sandbox port is out of range or taken, or the sandbox did not start.
     """
     ensure_free("127.0.0.1", sandbox_port, "--sandbox-port")
+    # Ctrl-C and SIGTERM both stop everything, even where this process was started with
+    # SIGINT ignored (a shell's background job): a child left behind would keep the ports.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     cfg = settings()
     home = cfg.home_path
     home.mkdir(parents=True, exist_ok=True)
