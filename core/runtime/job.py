@@ -20,12 +20,10 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TypeVar
 
 from sqlalchemy import Engine
 
@@ -41,7 +39,6 @@ from core.domain.errors import (
     HeraldError,
     MediaNotReady,
     NotFound,
-    NotSent,
     PublishError,
     RateLimited,
     Rejected,
@@ -59,20 +56,18 @@ from core.ledger import (
     release,
     renew_lease,
 )
-from core.ledger.media import Upload, media_files, part_uploads, upload_ready, upload_recorded
+from core.ledger.media import part_uploads
 from core.plugins import manager as plugins
-from core.plugins.adapter import Adapter, Attachment, PublishContext, Published, UploadContext, Uploaded
+from core.plugins.adapter import Adapter, PublishContext, Published
 from core.plugins.transport import http_client
+from core.runtime.attaching import Attaching, uploads_done
 from core.runtime.calls import call_adapter
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.lease import Heartbeat, claim_token
 from core.store import db
-from core.store.blobs import blobs
 from threads.chain import ChainBroken, reply_targets
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: Threads that run one delivery each.
 _deliveries = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-delivery")
@@ -234,12 +229,12 @@ class _DeliveryRun:
             except ChainBroken as exc:
                 return self._stop(idx, DeliveryStatus.FAILED, Reason.THREAD_PARENT_MISSING, str(exc), in_doubt)
             uploads = part_uploads(plan.delivery_id, part.idx) if part.media else {}
-            if in_doubt and not _uploads_done(part, uploads):
+            if in_doubt and not uploads_done(part, uploads):
                 in_doubt = False  # a part is posted only once its uploads are: this one never was
             started = clock().now()
             try:
                 if part.media:
-                    ctx = self._with_media(adapter, part, ctx, uploads)
+                    ctx = Attaching(self.claim, plan, self.cfg, self.hb, clock).attach(adapter, part, ctx, uploads)
                 sent = self._attempt(adapter, part, ctx, in_doubt)
             except ConfigError as exc:
                 return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), in_doubt)
@@ -278,86 +273,6 @@ class _DeliveryRun:
             client=http_client(self.cfg.call_timeout),
             heartbeat=self.hb.beat,
         )
-
-    def _with_media(
-        self, adapter: Adapter, part: PartPlan, ctx: PublishContext, uploads: dict[int, Upload]
-    ) -> PublishContext:
-        """``ctx`` carrying the part's attachments, each uploaded once and processed.
-
-        An upload is recorded under the fence the moment the platform answers, so a later
-        attempt attaches it instead of sending the file again.
-
-        Raises:
-            PublishError: an upload failed; as none of it is the post, the post was not sent
-                (``Rejected(media_invalid)`` naming the file when the platform refused it).
-            MediaNotReady: the platform still processes a file after ``media_wait_seconds``.
-        """
-        files = media_files(part.media, blobs(), adapter.limits.alt_text)
-        attachments = []
-        for position, (ref, file) in enumerate(zip(part.media, files, strict=True)):
-            upload_ctx = UploadContext(
-                settings=ctx.settings,
-                client=ctx.client,
-                file=file,
-                key=f"{part.key}m{position}",
-                heartbeat=self.hb.beat,
-            )
-            upload = uploads.get(position)
-            if upload is None or upload.media_id != ref.media_id:
-                uploaded: Uploaded = self._upload_call(adapter.upload, upload_ctx)
-                upload_recorded(
-                    self.claim,
-                    self.plan.delivery_id,
-                    part.idx,
-                    position,
-                    ref.media_id,
-                    uploaded,
-                    clock().now(),
-                    self.cfg.lease_seconds,
-                )
-                upload = Upload(position, ref.media_id, uploaded.platform_id, uploaded.ready)
-            if not upload.ready:
-                self._wait_processed(adapter, upload_ctx, upload.platform_id)
-                upload_ready(
-                    self.claim, self.plan.delivery_id, part.idx, position, clock().now(), self.cfg.lease_seconds
-                )
-            attachments.append(Attachment(upload.platform_id, file.alt, file.mime))
-        return replace(ctx, media=tuple(attachments))
-
-    def _wait_processed(self, adapter: Adapter, ctx: UploadContext, platform_id: str) -> None:
-        """Ask the platform, with growing pauses, until it has processed an upload.
-
-        Raises:
-            MediaNotReady: still processing after ``media_wait_seconds``.
-            FencedOut: a newer claim took the post meanwhile.
-        """
-        wait = self.cfg.media_wait_seconds
-        until, pause = time.monotonic() + wait, 0.2
-        while not self._upload_call(lambda c: adapter.media_ready(c, platform_id), ctx):
-            left = until - time.monotonic()
-            if left <= 0:
-                raise MediaNotReady(
-                    f"{ctx.file.filename} is still being processed by the platform after {wait:g}s; "
-                    "the part waits for it and is tried again later"
-                )
-            if self.hb.fenced.wait(min(pause, left)):
-                raise FencedOut("heartbeat saw a newer claim")
-            pause = min(pause * 2, 5.0)
-
-    def _upload_call(self, fn: Callable[[UploadContext], T], ctx: UploadContext) -> T:
-        """One media call under its deadline; its failure says the post was not sent."""
-        name = ctx.file.filename
-        try:
-            return call_adapter(fn, ctx, self.cfg.call_timeout)
-        except (AuthExpired, RateLimited, MediaNotReady):
-            raise
-        except Rejected as exc:
-            reason = exc.reason if exc.reason is Reason.PERMISSION_DENIED else Reason.MEDIA_INVALID
-            raise Rejected(reason, f"{name}: {exc}", status=exc.status) from exc
-        except AdapterError as exc:
-            raise AdapterError(f"uploading {name}: {exc}", sent=False) from exc
-        except PublishError as exc:  # NotSent, Ambiguous: an upload, at worst; never the post
-            raise NotSent(f"uploading {name}: {type(exc).__name__}: {exc}", status=exc.status) from exc
 
     def _attempt(self, adapter: Adapter, part: PartPlan, ctx: PublishContext, in_doubt: bool) -> _Sent | _HoldInDoubt:
         """Send the part, or first settle an earlier attempt in doubt by the adapter's strategy."""
@@ -465,15 +380,6 @@ def _exhausted(exc: PublishError) -> Reason:
     if isinstance(exc, MediaNotReady):
         return Reason.MEDIA_NOT_READY
     return Reason.PLATFORM_UNAVAILABLE
-
-
-def _uploads_done(part: PartPlan, uploads: dict[int, Upload]) -> bool:
-    """Whether every attachment of ``part`` is uploaded and ready: only then can its post
-    have been sent (a part without attachments: always)."""
-    return all(
-        (upload := uploads.get(position)) is not None and upload.media_id == ref.media_id and upload.ready
-        for position, ref in enumerate(part.media)
-    )
 
 
 def _opted_into_resend(channel_settings: dict[str, object]) -> bool:
