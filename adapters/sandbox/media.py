@@ -11,11 +11,12 @@ uploads of its own strategy once they are ready: one still processing is answere
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+import filetype  # type: ignore[import-untyped]
 
 MB = 1024 * 1024
 #: Largest image the platform takes, in bytes.
@@ -27,16 +28,8 @@ MAX_ATTACHMENTS = 4
 #: Longest alt text of one attachment, in characters.
 MAX_ALT_CHARS = 1500
 
-#: Each type the platform takes, and a loose check of how its bytes start (its magic number).
-_SIGNATURES: dict[str, Callable[[bytes], bool]] = {
-    "image/jpeg": lambda data: data.startswith(b"\xff\xd8\xff"),
-    "image/png": lambda data: data.startswith(b"\x89PNG"),
-    "image/gif": lambda data: data.startswith(b"GIF8"),
-    "image/webp": lambda data: data.startswith(b"RIFF") and data[8:12] == b"WEBP",
-    "video/mp4": lambda data: data[4:8] == b"ftyp",
-}
 #: The MIME types an upload may have.
-MEDIA_TYPES = tuple(_SIGNATURES)
+MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4")
 
 
 class MediaState(StrEnum):
@@ -63,11 +56,11 @@ def upload_problem(data: bytes, mime: str) -> str | None:
     """Why the platform refuses an upload of ``data`` sent as ``mime``; None when it takes it."""
     if not data:
         return "the file is empty"
-    looks_like = _SIGNATURES.get(mime)
-    if looks_like is None:
+    if mime not in MEDIA_TYPES:
         return f"Content-Type {mime or '(none)'!r} is not one the platform takes: {', '.join(MEDIA_TYPES)}"
-    if not looks_like(data):
-        return f"the file's bytes do not start as a {mime} file's do"
+    kind = filetype.guess(data)
+    if kind is None or kind.mime != mime:
+        return f"the file's bytes are not a {mime} file's ({kind.mime if kind else 'unknown type'})"
     kind, limit = ("a video", MAX_VIDEO_BYTES) if is_video(mime) else ("an image", MAX_IMAGE_BYTES)
     if len(data) > limit:
         return f"the file is {len(data)} bytes; {kind} may have at most {limit} ({limit // MB} MiB)"
