@@ -35,6 +35,7 @@ from core.plugins import (
     Strategy,
     UploadContext,
     Uploaded,
+    VerifyContext,
     http_url,
 )
 
@@ -190,6 +191,11 @@ class SandboxAdapter(Adapter):
         response = ctx.client.post(self.posts_url(ctx), json=self.body(ctx), headers=self.headers(ctx))
         raise_for_answer(response)
         return _published(response.json())
+
+    def verify(self, ctx: VerifyContext) -> str:
+        response = ctx.client.get(self.api_url(ctx.settings, "me"), headers=self.authorization(ctx.settings))
+        raise_for_answer(response)
+        return f"the sandbox platform ({self.path_strategy}) at {ctx.settings.get('base_url')} takes the token"
 
     def upload(self, ctx: UploadContext) -> Uploaded:
         """Send the file's bytes as the body, typed by its MIME type; the platform may still process it."""

@@ -208,10 +208,15 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
     # -- the platform API -------------------------------------------------------------
 
     def _platform_api(self, method: str, parts: list[str], query: dict[str, str], raw: bytes) -> None:
-        if len(parts) not in (2, 3) or parts[0] not in STRATEGIES or parts[1] not in ("posts", "media"):
+        if len(parts) not in (2, 3) or parts[0] not in STRATEGIES or parts[1] not in ("posts", "media", "me"):
             raise Refusal(404, "not_found", f"no route {method} {self.path}")
         strategy, route = parts[0], (method, *parts[1:])
-        if route == ("GET", "posts"):
+        if route == ("GET", "me"):
+            # Who the token is: what `herald channel test` asks, changing nothing.
+            token = self._token()
+            self.server.store.check_token(token)
+            self._send_json(200, {"strategy": strategy, "token_ends": token[-4:]})
+        elif route == ("GET", "posts"):
             self._search(strategy, query)
         elif route == ("POST", "posts"):
             self._create_post(strategy, raw)

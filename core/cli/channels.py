@@ -47,3 +47,14 @@ def register(channel: typer.Typer) -> None:
         cancelled = f"; cancelled its deliveries of {len(done.cancelled)} post(s)" if done.cancelled else ""
         history = f"; its posts' history shows it as {done.kept_as!r}" if done.kept_as else ""
         out.print(f"channel {done.name} removed{cancelled}{history}", highlight=False, markup=False, soft_wrap=True)
+
+    @channel.command("test")
+    def channel_test(name: str, as_json: JsonOpt = False) -> None:
+        """Check a channel's credentials with one read-only call to its platform; changes nothing."""
+        from core.services.channels import check_credentials
+
+        done = check_credentials(name)
+        if as_json:
+            print_json(done)
+            return
+        out.print(f"channel {done.name}: {done.who}", highlight=False, markup=False, soft_wrap=True)

@@ -30,6 +30,7 @@ from core.plugins.adapter import (
     Published,
     UploadContext,
     Uploaded,
+    VerifyContext,
 )
 from core.plugins.channel_settings import Setting, boolean, http_url
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
@@ -57,6 +58,7 @@ __all__ = [
     "Strategy",
     "UploadContext",
     "Uploaded",
+    "VerifyContext",
     "boolean",
     "hookimpl",
     "http_url",

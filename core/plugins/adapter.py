@@ -105,12 +105,15 @@ class Uploaded:
 
 @dataclass(frozen=True)
 class Attachment:
-    """One uploaded attachment of the part being published, in the part's order."""
+    """One attachment of the part being published, in the part's order."""
 
-    #: The platform's id from :meth:`Adapter.upload`.
+    #: The platform's id from :meth:`Adapter.upload`; empty for an adapter that sends the
+    #: files with the post (``uploads_first = False``).
     platform_id: str
     alt: str | None
     mime: str
+    #: The kept file, for an adapter that sends it with the post itself.
+    file: MediaFile | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,14 @@ class PublishContext:
 
 
 @dataclass(frozen=True)
+class VerifyContext:
+    """What a check of a channel's credentials needs (``herald channel test``)."""
+
+    settings: Mapping[str, str]
+    client: httpx.Client
+
+
+@dataclass(frozen=True)
 class Published:
     """The platform confirmed the post: its own id, and where people can see it."""
 
@@ -156,6 +167,9 @@ class Adapter:
         limits: what the platform accepts.
         settings: the channel settings it reads (``core.plugins.channel_settings``), which
             ``herald channel add`` checks; None (the default) declares none and checks nothing.
+        uploads_first: whether attachments are uploaded before the part (:meth:`upload`,
+            :meth:`media_ready`); False: the platform takes the files with the post itself,
+            and :meth:`publish` finds each one in ``ctx.media[i].file``.
     """
 
     name: ClassVar[str]
@@ -164,6 +178,7 @@ class Adapter:
     key_ttl: ClassVar[float | None] = None
     limits: ClassVar[Limits] = Limits()
     settings: ClassVar[tuple[Setting, ...] | None] = None
+    uploads_first: ClassVar[bool] = True
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.
@@ -201,6 +216,20 @@ class Adapter:
         """
         found = self.find(ctx)
         return [] if found is None else [found]
+
+    def verify(self, ctx: VerifyContext) -> str:
+        """Check the channel's credentials with one read-only call (``herald channel test``);
+        return whom they belong to, in words (``@herald@mastodon.social``).
+
+        Raises:
+            AuthExpired: the platform refused them; PublishError: it could not be asked.
+        """
+        raise NotImplementedError
+
+    @property
+    def can_verify(self) -> bool:
+        """Whether this adapter implements :meth:`verify`."""
+        return type(self).verify is not Adapter.verify
 
     @property
     def can_find(self) -> bool:

@@ -38,10 +38,10 @@ from core.store.blobs import blobs
 T = TypeVar("T")
 
 
-def uploads_done(part: PartPlan, uploads: dict[int, Upload]) -> bool:
+def uploads_done(adapter: Adapter, part: PartPlan, uploads: dict[int, Upload]) -> bool:
     """Whether every attachment of ``part`` is uploaded and ready: only then can its post
-    have been sent (a part without attachments: always)."""
-    return all(
+    have been sent (a part without attachments, or whose files go with the post: always)."""
+    return not adapter.uploads_first or all(
         (upload := uploads.get(position)) is not None and upload.media_id == ref.media_id and upload.ready
         for position, ref in enumerate(part.media)
     )
@@ -67,6 +67,8 @@ class Attaching:
             MediaNotReady: the platform still processes a file after ``media_wait_seconds``.
         """
         files = media_files(part.media, blobs(), adapter.limits.alt_text)
+        if not adapter.uploads_first:  # the files go with the post itself
+            return replace(ctx, media=tuple(Attachment("", f.alt, f.mime, f) for f in files))
         attachments = []
         for position, (ref, file) in enumerate(zip(part.media, files, strict=True)):
             upload_ctx = UploadContext(
@@ -95,7 +97,7 @@ class Attaching:
                 upload_ready(
                     self.claim, self.plan.delivery_id, part.idx, position, self.clock().now(), self.cfg.lease_seconds
                 )
-            attachments.append(Attachment(upload.platform_id, file.alt, file.mime))
+            attachments.append(Attachment(upload.platform_id, file.alt, file.mime, file))
         return replace(ctx, media=tuple(attachments))
 
     def _wait_processed(self, adapter: Adapter, ctx: UploadContext, platform_id: str) -> None:

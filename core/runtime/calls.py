@@ -19,13 +19,13 @@ from typing import TypeVar
 import httpx
 
 from core.domain.errors import AdapterError, HeraldError, NotSent
-from core.plugins.adapter import PublishContext, UploadContext
+from core.plugins.adapter import PublishContext, UploadContext, VerifyContext
 from core.plugins.deadline import Deadline, bounded_by
 from core.plugins.transport import transport_outcome
 
 T = TypeVar("T")
 #: The call's context: a ``PublishContext``, or an ``UploadContext`` for media.
-C = TypeVar("C", PublishContext, UploadContext)
+C = TypeVar("C", PublishContext, UploadContext, VerifyContext)
 
 
 def call_adapter(

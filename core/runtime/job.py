@@ -228,8 +228,8 @@ class _DeliveryRun:
                 ctx = self._context(part, idx)
             except ChainBroken as exc:
                 return self._stop(idx, DeliveryStatus.FAILED, Reason.THREAD_PARENT_MISSING, str(exc), in_doubt)
-            uploads = part_uploads(plan.delivery_id, part.idx) if part.media else {}
-            if in_doubt and not uploads_done(part, uploads):
+            uploads = part_uploads(plan.delivery_id, part.idx) if part.media and adapter.uploads_first else {}
+            if in_doubt and not uploads_done(adapter, part, uploads):
                 in_doubt = False  # a part is posted only once its uploads are: this one never was
             started = clock().now()
             try:

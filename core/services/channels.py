@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core import ledger
-from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.errors import AuthExpired, Conflict, NotFound, PublishError, UserError
 from core.domain.states import DeliveryStatus, PartState, Reason
 from core.ledger import support
 from core.ledger.channels import set_connected
@@ -349,3 +349,48 @@ def _posts(deliveries: list[Delivery], shown: int = 5) -> str:
     ids = sorted({d.post_id for d in deliveries})
     more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
     return f"post{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"
+
+
+@dataclass(frozen=True)
+class Tested:
+    """What `herald channel test` found: the platform took the channel's credentials."""
+
+    name: str
+    platform: str
+    #: Whom the credentials belong to, in the platform's words.
+    who: str
+
+
+def check_credentials(name: str) -> Tested:
+    """Check a channel's credentials with one read-only call to its platform; nothing changes.
+
+    Raises:
+        NotFound: no such channel, or its platform's adapter is not loaded.
+        UserError: the adapter cannot check credentials, or the platform refused them or
+            could not be asked (the message says which, and the fix).
+    """
+    from core import config
+    from core.plugins.adapter import VerifyContext
+    from core.plugins.transport import http_client
+    from core.runtime.calls import call_adapter
+
+    with db.reading() as s:
+        channel = ledger.live_channel(s, name)
+        if channel is None:
+            raise NotFound(f"no channel named {name!r}; `herald channel list` shows them")
+        platform, settings = channel.platform, dict(channel.settings)
+    adapter = plugins.adapter(platform)
+    if not adapter.can_verify:
+        raise UserError(f"the {platform} adapter cannot check credentials; a post to {name} will tell")
+    timeout = config.settings().call_timeout
+    ctx = VerifyContext(settings=settings, client=http_client(timeout))
+    try:
+        who = call_adapter(adapter.verify, ctx, timeout)
+    except AuthExpired as exc:
+        raise UserError(
+            f"{platform} refused {name}'s credentials ({exc}): give new ones with "
+            f"`herald channel reconnect {name} --set token=...`"
+        ) from None
+    except PublishError as exc:
+        raise UserError(f"{platform} could not be asked about {name}'s credentials ({exc}); try again") from None
+    return Tested(name, platform, who)

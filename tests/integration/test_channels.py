@@ -22,7 +22,8 @@ from core.services.controls import set_account_status
 from core.services.posts import create_post, show_post
 from core.store import db
 from core.store.models import Account, AccountStatus, Channel, Delivery, DeliveryPart
-from tests.integration.conftest import Sandbox
+from tests.integration.conftest import Sandbox, channels_json
+from tests.integration.test_cli import herald_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -283,3 +284,19 @@ def test_account_status_of_an_unknown_account_is_refused_and_creates_nothing(
         "`herald channel add --account NAME ...`"
     )
     assert table_counts() == before
+
+
+def test_channel_test_checks_the_credentials_with_a_read_only_call(
+    channels: dict[str, str], platform: Sandbox
+) -> None:
+    from core.services.channels import check_credentials
+
+    before = platform.posts()
+    assert check_credentials("n1").who == f"the sandbox platform (native) at {platform.url} takes the token"
+    platform.token("t-ok", "revoked")
+    with pytest.raises(UserError, match=r"sandbox-native refused n1's credentials .*`herald channel reconnect n1"):
+        check_credentials("n1")
+    assert platform.posts() == before  # nothing was posted
+    assert channels_json()[0]["connected"]  # and nothing changed: a test is not an outage
+    refused = herald_cmd("channel", "test", "n1")
+    assert refused.returncode == 2 and "refused n1's credentials" in refused.stderr
