@@ -52,6 +52,9 @@ class Limits:
     alt_text: bool = False
     #: Longest alt text, in characters.
     max_alt_chars: int = 1500
+    #: Longest text of a part that carries attachments, where the platform sends it as a
+    #: shorter caption (Telegram: 1024); None: ``max_chars`` holds for every part.
+    max_chars_with_media: int | None = None
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,13 @@ def check_fits(
                 f"{limits.max_chars}. Shorten it (or give {channel.name} its own with --channel-text)."
             )
         if i <= len(media) and media[i - 1]:
+            caption = limits.max_chars_with_media
+            if caption is not None and len(text) > caption:
+                raise UserError(
+                    f"part {i} for {channel.name} has {len(text)} characters and attachments; {channel.platform} "
+                    f"allows {caption} beside attachments. Shorten it, or give {channel.name} its own with "
+                    "--channel-text."
+                )
             check_attachments(channel, limits, i, media[i - 1], facts or {})
 
 

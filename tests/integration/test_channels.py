@@ -286,9 +286,7 @@ def test_account_status_of_an_unknown_account_is_refused_and_creates_nothing(
     assert table_counts() == before
 
 
-def test_channel_test_checks_the_credentials_with_a_read_only_call(
-    channels: dict[str, str], platform: Sandbox
-) -> None:
+def test_channel_test_checks_the_credentials_with_a_read_only_call(channels: dict[str, str], platform: Sandbox) -> None:
     from core.services.channels import check_credentials
 
     before = platform.posts()

@@ -290,3 +290,14 @@ def test_an_edit_replaces_the_attachments_checked_like_a_create_and_frees_the_ol
 
     edit_post(post_id, PostEdit(media=()))
     assert show_post(post_id).media == ((),)
+
+
+def test_a_platform_with_a_shorter_caption_refuses_a_long_text_beside_attachments(
+    media_channels: dict[str, str], clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SandboxNative, "limits", replace(MEDIA_LIMITS, max_chars_with_media=20))
+    photo = [AttachmentSpec(0, str(png(tmp_path / "kite.png")))]
+    with pytest.raises(UserError, match="part 1 for n1 has 21 characters and attachments; sandbox-native allows 20"):
+        create_post(channels=["n1"], parts=["x" * 21], media=photo)
+    assert create_post(channels=["n1"], parts=["x" * 21]) > 0  # without attachments the whole limit holds
+    assert create_post(channels=["n1"], parts=["x" * 20], media=photo) > 0
