@@ -30,20 +30,38 @@ post_app = typer.Typer(no_args_is_help=True, help="Posts: create, list, show, ed
 sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
 media_app = typer.Typer(no_args_is_help=True, help="Media: the images and videos posts carry.")
+secrets_app = typer.Typer(no_args_is_help=True, help="The key channel settings are sealed with at rest.")
 app.add_typer(channel_app, name="channel")
 app.add_typer(post_app, name="post")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(account_app, name="account")
 app.add_typer(media_app, name="media")
+app.add_typer(secrets_app, name="secrets")
+
+
+@secrets_app.command("rotate")
+def secrets_rotate() -> None:
+    """Seal every channel's settings again under a new key (the key file's, or the first of
+    HERALD_SECRET_KEY=NEW,OLD), and drop the old key from the file."""
+    from core.services.secrets import rotate
+
+    done = rotate()
+    out.print(f"{done.channels} channel(s) sealed again; the key is in {done.where}", highlight=False, markup=False)
+    if done.then:
+        out.print(done.then, highlight=False, markup=False)
 
 
 @app.command()
 def init() -> None:
-    """Create the database, or upgrade it to the newest schema."""
+    """Create the database, or upgrade it to the newest schema, and the key channel
+    settings are sealed with (unless HERALD_SECRET_KEY gives it)."""
     from core.config import masked_url, settings
     from core.domain.errors import ConfigError
-    from core.store import schema
+    from core.store import schema, sealing
     from core.store.diagnosis import database_problem
+
+    sealing.keys()  # before the schema: its migrations seal what they find
+    where = sealing.ENV if sealing.keys_from_env() is not None else str(sealing.key_file())
 
     url = settings().database_url
     try:
@@ -51,6 +69,7 @@ def init() -> None:
     except DBAPIError as exc:
         raise ConfigError(database_problem(exc, url, initialising=True)) from None
     out.print(f"database ready: {masked_url(url)}", highlight=False, soft_wrap=True)
+    out.print(f"channel settings sealed with the key in {where} (back it up)", highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -15,6 +15,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, UploadState
 from core.store.db import UTCDateTime
+from core.store.sealing import Sealed
 
 
 def _enum(kind: type[enum.Enum]) -> Enum:
@@ -81,7 +82,8 @@ class Channel(Base):
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     platform: Mapped[str] = mapped_column(String(64))
-    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    #: Sealed at rest (``core.store.sealing``): the database never holds a token in clear.
+    settings: Mapped[dict[str, Any]] = mapped_column(Sealed, default=dict)
     connected: Mapped[bool] = mapped_column(default=True)
     created_at: Mapped[datetime]
     #: Set by `herald channel remove` on a channel whose posts keep its history; such a
