@@ -74,8 +74,9 @@ def init() -> None:
 
 @app.command()
 def adapters(as_json: JsonOpt = False) -> None:
-    """List the platform adapters: name, version, strategy, key TTL, plugin, enabled."""
-    from core.plugins.manager import describe
+    """List the platform adapters (name, version, strategy, key TTL, plugin, enabled), then
+    every plugin with the hooks it implements, and the plugins left out and why."""
+    from core.plugins.manager import describe, plugins, problems
 
     rows = describe()
     if as_json:
@@ -86,6 +87,12 @@ def adapters(as_json: JsonOpt = False) -> None:
         ttl = "-" if r.key_ttl is None else f"{r.key_ttl:g}s"
         table.add_row(r.name, r.version, r.strategy, ttl, r.plugin, "yes" if r.enabled else "no")
     out.print(table)
+    loaded = Table("plugin", "hooks", title="plugins")
+    for p in plugins():
+        loaded.add_row(p.name, ", ".join(p.hooks) or "-")
+    out.print(loaded)
+    for problem in problems():
+        out.print(f"plugin {problem.name} left out ({problem.stage}): {problem.error}", highlight=False, markup=False)
 
 
 @channel_app.command("add")

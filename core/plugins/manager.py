@@ -2,12 +2,17 @@
 
 Built-in adapters are listed in ``DEFAULT_PLUGINS`` and registered exactly like
 third-party ones; ``plugins.toml`` says which are enabled and holds their settings.
+
+A plugin that fails – to import, or in its ``herald_register_adapters`` – is reported in
+one line (its name and the error) and left out; herald goes on with the others. One that
+``[plugins.NAME] enabled = false`` turns off is not imported at all.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import logging
 from dataclasses import dataclass
 from functools import cache
@@ -27,16 +32,72 @@ log = logging.getLogger(__name__)
 DEFAULT_PLUGINS = ("adapters.sandbox", "reconciler.alarm_log", "reconciler.webhook")
 
 
+@dataclass(frozen=True)
+class PluginProblem:
+    """A plugin herald left out, and why."""
+
+    name: str
+    #: ``import``, ``register`` (its adapters could not be registered) or ``off`` (plugins.toml).
+    stage: str
+    error: str
+
+
+#: The plugins left out of this process, in the order they were found.
+_problems: list[PluginProblem] = []
+
+
+def _left_out(problem: PluginProblem) -> None:
+    if problem not in _problems:
+        _problems.append(problem)
+        if problem.stage != "off":
+            log.warning("plugin %s left out (%s): %s", problem.name, problem.stage, problem.error)
+
+
 @cache
 def plugin_manager() -> pluggy.PluginManager:
-    """Every plugin loaded: the built-in ones, then the ``herald`` entry points."""
+    """Every plugin loaded: the built-in ones, then the ``herald`` entry points that import."""
     pm = pluggy.PluginManager("herald")
     pm.add_hookspecs(hookspecs)
     for name in DEFAULT_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
-    pm.load_setuptools_entrypoints("herald")
+    off = read_plugins_toml(settings().plugins_toml).plugins_off
+    for entry in importlib.metadata.entry_points(group="herald"):
+        if entry.name in off:
+            _left_out(PluginProblem(entry.name, "off", "[plugins] enabled = false in plugins.toml"))
+            continue
+        if pm.get_plugin(entry.name) is not None or pm.is_blocked(entry.name):
+            continue
+        try:
+            module = entry.load()
+            pm.register(module, name=entry.name)
+        except Exception as exc:  # a plugin's bug is its own: herald goes on without it
+            _left_out(PluginProblem(entry.name, "import", f"{type(exc).__name__}: {exc}"))
     pm.check_pending()
     return pm
+
+
+def problems() -> list[PluginProblem]:
+    """The plugins left out of this process (after :func:`registered` has run once)."""
+    registered()
+    return list(_problems)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A loaded plugin and the hooks it implements (``herald adapters``)."""
+
+    name: str
+    hooks: tuple[str, ...]
+
+
+def plugins() -> list[PluginInfo]:
+    """Every loaded plugin, with the hooks it implements, by name."""
+    pm = plugin_manager()
+    found = []
+    for name, plugin in sorted(pm.list_name_plugin(), key=lambda pair: pair[0]):
+        hooks = tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
+        found.append(PluginInfo(name, hooks))
+    return found
 
 
 def plugins_toml() -> PluginsToml:
@@ -78,18 +139,28 @@ class AdapterInfo:
 
 
 def registered() -> dict[str, tuple[type[Adapter], str]]:
-    """Every adapter class any plugin registered, with the plugin that did."""
+    """Every adapter class any plugin registered, with the plugin that did; a plugin whose
+    registration fails is left out whole (none of its adapters)."""
     pm = plugin_manager()
     found: dict[str, tuple[type[Adapter], str]] = {}
     for impl in pm.hook.herald_register_adapters.get_hookimpls():
         plugin = pm.get_name(impl.plugin) or str(impl.plugin)
+        mine: dict[str, type[Adapter]] = {}
 
-        def register(cls: type[Adapter], plugin: str = plugin) -> None:
-            if cls.name in found:
-                raise ConfigError(f"two plugins register an adapter named {cls.name!r}: {found[cls.name][1]}, {plugin}")
-            found[cls.name] = (cls, plugin)
+        def register(cls: type[Adapter], plugin: str = plugin, mine: dict[str, type[Adapter]] = mine) -> None:
+            if cls.name in found or cls.name in mine:
+                other = found[cls.name][1] if cls.name in found else plugin
+                raise ConfigError(f"two plugins register an adapter named {cls.name!r}: {other}, {plugin}")
+            mine[cls.name] = cls
 
-        impl.function(register=register)
+        try:
+            impl.function(register=register)
+        except ConfigError:
+            raise  # two plugins claiming one name: a person must choose
+        except Exception as exc:
+            _left_out(PluginProblem(plugin, "register", f"{type(exc).__name__}: {exc}"))
+            continue
+        found.update((name, (cls, plugin)) for name, cls in mine.items())
     return found
 
 

@@ -10,6 +10,9 @@ registered adapter is enabled::
 
     [alarms.webhook]
     url = "https://example.org/hooks/herald"
+
+    [plugins.some-plugin]   # an installed plugin (its entry point's name) ...
+    enabled = false         # ... that herald does not even import
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class PluginsToml:
     adapters: Mapping[str, AdapterEntry]
     #: Where the built-in webhook route POSTs alarms (``[alarms.webhook] url``).
     webhook_url: str | None
+    #: Installed plugins (entry point names) that ``[plugins.NAME] enabled = false`` keeps
+    #: from being imported at all.
+    plugins_off: frozenset[str]
     #: The whole file, for the sections other plugins read themselves.
     data: Mapping[str, Any]
 
@@ -68,7 +74,9 @@ class PluginsToml:
         return sorted(set(self.adapters) - set(registered))
 
 
-NOTHING = PluginsToml(path=None, adapters=MappingProxyType({}), webhook_url=None, data=MappingProxyType({}))
+NOTHING = PluginsToml(
+    path=None, adapters=MappingProxyType({}), webhook_url=None, plugins_off=frozenset(), data=MappingProxyType({})
+)
 
 
 def read(given: str) -> PluginsToml:
@@ -103,6 +111,7 @@ def read(given: str) -> PluginsToml:
         path=path,
         adapters=MappingProxyType(_adapters(path, data)),
         webhook_url=_webhook_url(path, data),
+        plugins_off=_plugins_off(path, data),
         data=MappingProxyType(data),
     )
 
@@ -125,6 +134,21 @@ def _adapters(path: Path, data: Mapping[str, Any]) -> dict[str, AdapterEntry]:
         config = {key: value for key, value in table.items() if key != "enabled"}
         entries[name] = AdapterEntry(enabled=enabled, config=MappingProxyType(config))
     return entries
+
+
+def _plugins_off(path: Path, data: Mapping[str, Any]) -> frozenset[str]:
+    tables = _table(path, data, "plugins", "[plugins.NAME] tables, e.g. [plugins.my-plugin]")
+    off = set()
+    for name, table in tables.items():
+        enabled = table.get("enabled", True) if isinstance(table, dict) else table
+        if not isinstance(enabled, bool):
+            raise ConfigError(
+                f"{path}: plugins.{name} must be a table with enabled = true or enabled = false (a boolean, "
+                "without quotes)"
+            )
+        if not enabled:
+            off.add(name)
+    return frozenset(off)
 
 
 def _webhook_url(path: Path, data: Mapping[str, Any]) -> str | None:

@@ -141,3 +141,12 @@ def test_an_adapter_the_file_leaves_off_is_named_with_the_line_that_turns_it_on(
         f"no enabled adapter 'sandbox-none' (enabled: sandbox-native): {toml} leaves it off; "
         "set enabled = true under [adapters.sandbox-none]"
     )
+
+
+def test_a_plugin_turned_off_is_read_and_a_wrong_switch_refused(toml: Path) -> None:
+    message = refused(toml, '[plugins.broken]\nenabled = "no"\n')
+    assert message.endswith(
+        "plugins.broken must be a table with enabled = true or enabled = false (a boolean, without quotes)"
+    )
+    toml.write_text("[plugins.broken]\nenabled = false\n\n[plugins.fine]\nenabled = true\n")
+    assert plugins_toml.read(str(toml)).plugins_off == frozenset({"broken"})
