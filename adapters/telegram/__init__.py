@@ -15,7 +15,7 @@ A Telegram channel needs a bot and a chat it may post in:
 
 ::
 
-    herald channel add news --platform telegram \\
+    herald channel add --platform telegram --name news \\
         --set bot_token=123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11 --set chat_id=@mychannel
     herald channel test news        # getMe: answers the bot's @username
 

@@ -29,7 +29,14 @@ from core.plugins.plugins_toml import read as read_plugins_toml
 log = logging.getLogger(__name__)
 
 #: Modules shipped with herald that are plugins like any other.
-DEFAULT_PLUGINS = ("adapters.sandbox", "reconciler.alarm_log", "reconciler.webhook")
+DEFAULT_PLUGINS = (
+    "adapters.sandbox",
+    "adapters.discord",
+    "adapters.telegram",
+    "adapters.webhook",
+    "reconciler.alarm_log",
+    "reconciler.webhook",
+)
 
 
 @dataclass(frozen=True)

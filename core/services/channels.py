@@ -387,9 +387,11 @@ def check_credentials(name: str) -> Tested:
     try:
         who = call_adapter(adapter.verify, ctx, timeout)
     except AuthExpired as exc:
+        secrets = [s.name for s in channel_settings.declared(type(adapter)) or () if s.secret] or ["token"]
+        given = " ".join(f"--set {secret}=..." for secret in secrets)
         raise UserError(
             f"{platform} refused {name}'s credentials ({exc}): give new ones with "
-            f"`herald channel reconnect {name} --set token=...`"
+            f"`herald channel reconnect {name} {given}`"
         ) from None
     except PublishError as exc:
         raise UserError(f"{platform} could not be asked about {name}'s credentials ({exc}); try again") from None
