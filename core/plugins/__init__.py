@@ -31,6 +31,7 @@ from core.plugins.adapter import (
     UploadContext,
     Uploaded,
     VerifyContext,
+    text_length,
 )
 from core.plugins.channel_settings import Setting, boolean, http_url
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
@@ -62,4 +63,5 @@ __all__ = [
     "boolean",
     "hookimpl",
     "http_url",
+    "text_length",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
+import regex  # type: ignore[import-untyped]
 
 from core.domain.states import Strategy
 from core.plugins.channel_settings import Setting
@@ -31,8 +32,11 @@ class Limits:
     add``): an adapter that leaves ``max_media`` at 0 takes no attachments at all.
     """
 
-    #: Longest text of one part, in characters.
+    #: Longest text of one part, counted in ``text_unit``.
     max_chars: int = 500
+    #: What ``max_chars`` counts: ``characters`` (code points) or ``graphemes`` (what people
+    #: see as one character: an emoji with its modifiers, a letter with its accents).
+    text_unit: str = "characters"
     #: Most attachments on one part; 0: the platform takes none (the adapter has no ``upload``).
     max_media: int = 0
     #: Whether a post may have several parts replying to each other.
@@ -55,6 +59,13 @@ class Limits:
     #: Longest text of a part that carries attachments, where the platform sends it as a
     #: shorter caption (Telegram: 1024); None: ``max_chars`` holds for every part.
     max_chars_with_media: int | None = None
+
+
+def text_length(text: str, unit: str) -> int:
+    """How long ``text`` is, counted as a platform counts it (``Limits.text_unit``)."""
+    if unit == "graphemes":
+        return len(regex.findall(r"\X", text))
+    return len(text)
 
 
 @dataclass(frozen=True)

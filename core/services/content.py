@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from core.domain.errors import NotFound, UserError
 from core.domain.media import MediaRef, refs_of, rows_of
 from core.plugins import manager as plugins
-from core.plugins.adapter import MB, Limits
+from core.plugins.adapter import MB, Limits, text_length
 from core.services.media import MediaView, get_media
 from core.store.models import Channel
 
@@ -165,17 +165,19 @@ def check_fits(
             f"channel {channel.name} ({channel.platform}) does not support threads: give one part, "
             f"or give that channel a one-part text of its own with --channel-text {channel.name}=TEXT"
         )
+    unit = limits.text_unit
     for i, text in enumerate(texts, 1):
-        if len(text) > limits.max_chars:
+        length = text_length(text, unit)
+        if length > limits.max_chars:
             raise UserError(
-                f"part {i} for {channel.name} has {len(text)} characters; {channel.platform} allows "
+                f"part {i} for {channel.name} has {length} {unit}; {channel.platform} allows "
                 f"{limits.max_chars}. Shorten it (or give {channel.name} its own with --channel-text)."
             )
         if i <= len(media) and media[i - 1]:
             caption = limits.max_chars_with_media
-            if caption is not None and len(text) > caption:
+            if caption is not None and length > caption:
                 raise UserError(
-                    f"part {i} for {channel.name} has {len(text)} characters and attachments; {channel.platform} "
+                    f"part {i} for {channel.name} has {length} {unit} and attachments; {channel.platform} "
                     f"allows {caption} beside attachments. Shorten it, or give {channel.name} its own with "
                     "--channel-text."
                 )

@@ -204,3 +204,12 @@ def test_hook_tests_lists_only_hooks_and_catches_a_test_that_never_reaches_the_h
 
     with pytest.raises(AssertionError, match="never makes herald call herald_alarm"):
         assert_exercises("herald_alarm", names_the_hook_only, toml, caplog)
+
+
+def test_text_is_counted_as_the_platform_counts_it() -> None:
+    from core.plugins import text_length
+
+    family, accented = "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466", "e\u0301te\u0301"
+    assert (text_length(family, "characters"), text_length(family, "graphemes")) == (7, 1)
+    assert (text_length(accented, "characters"), text_length(accented, "graphemes")) == (5, 3)
+    assert text_length("plain", "graphemes") == 5
