@@ -240,6 +240,17 @@ class Adapter:
         """
         raise NotImplementedError
 
+    def channel_limits(self, ctx: VerifyContext) -> Limits | None:
+        """The limits of one channel, where they depend on where it posts (a Mastodon
+        instance's configured characters and attachments): asked once, read-only, when the
+        channel is added or reconnected, and checked instead of :attr:`limits` for its posts.
+        None (the default): the adapter's :attr:`limits`.
+
+        Raises:
+            AuthExpired / PublishError: as :meth:`verify`.
+        """
+        return None
+
     @property
     def can_verify(self) -> bool:
         """Whether this adapter implements :meth:`verify`."""
