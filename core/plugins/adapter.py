@@ -9,7 +9,7 @@ otherwise, mapped from the platform's answer in one function of its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import httpx
@@ -59,6 +59,23 @@ class Limits:
     #: Longest text of a part that carries attachments, where the platform sends it as a
     #: shorter caption (Telegram: 1024); None: ``max_chars`` holds for every part.
     max_chars_with_media: int | None = None
+
+
+def limits_row(limits: Limits) -> dict[str, Any]:
+    """``limits`` as a JSON object (a channel's stored limits)."""
+    row = {f.name: getattr(limits, f.name) for f in fields(limits)}
+    row["media_types"] = sorted(limits.media_types)
+    return row
+
+
+def limits_of(row: Mapping[str, Any]) -> Limits:
+    """Limits from :func:`limits_row`'s object; fields it lacks (stored before they
+    existed) keep their defaults."""
+    known = {f.name for f in fields(Limits)}
+    values = {name: value for name, value in row.items() if name in known}
+    if "media_types" in values:
+        values["media_types"] = frozenset(values["media_types"])
+    return Limits(**values)
 
 
 def text_length(text: str, unit: str) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from core import ledger
@@ -23,6 +25,8 @@ from core.runtime.clock import DatabaseClock
 from core.services.posts import lift_admission_holds
 from core.store import db
 from core.store.models import NAME_LENGTH, Account, Channel, Delivery
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ACCOUNT = "default"
 
@@ -142,11 +146,58 @@ def add_channel(name: str, platform: str, settings: dict[str, str], account: str
     """
     _check_name(name, "channel", "--name")
     # Refuse unknown platforms and unusable settings now, not at publish time.
-    channel_settings.check_settings(type(plugins.adapter(platform)), settings)
-    return insert_channel(name, platform, settings, account)
+    adapter = plugins.adapter(platform)
+    channel_settings.check_settings(type(adapter), settings)
+    return insert_channel(name, platform, settings, account, limits=_asked_limits(adapter, name, settings))
 
 
-def insert_channel(name: str, platform: str, settings: dict[str, str], account: str = DEFAULT_ACCOUNT) -> int:
+def _asked_limits(adapter: Adapter, name: str, settings: Mapping[str, str]) -> dict[str, Any] | None:
+    """The channel's own limits, from its platform (``Adapter.channel_limits``), as stored;
+    None where the adapter's hold, or the platform could not tell now (then the adapter's
+    hold until the channel is reconnected)."""
+    if type(adapter).channel_limits is Adapter.channel_limits:
+        return None  # the adapter's limits hold for every channel: nothing to ask
+    from core import config
+    from core.plugins.adapter import VerifyContext, limits_row
+    from core.plugins.transport import http_client
+    from core.runtime.calls import call_adapter
+
+    timeout = config.settings().call_timeout
+    try:
+        asked = call_adapter(adapter.channel_limits, VerifyContext(settings, http_client(timeout)), timeout)
+    except PublishError as exc:
+        log.warning("channel %s: %s did not tell its limits (%s); the adapter's hold", name, adapter.name, exc)
+        return None
+    return limits_row(asked) if asked is not None else None
+
+
+def _ask_limits_again(name: str) -> None:
+    """A reconnected channel's own limits, asked again outside any transaction (the
+    platform's answer may take up to a call's deadline)."""
+    with db.reading() as s:
+        channel = ledger.live_channel(s, name)
+        if channel is None:
+            return
+        channel_id, platform, settings = channel.id, channel.platform, dict(channel.settings)
+    try:
+        adapter = plugins.adapter(platform)
+    except NotFound:
+        return
+    if type(adapter).channel_limits is Adapter.channel_limits:
+        return
+    limits = _asked_limits(adapter, name, settings)
+    with db.transaction() as s:
+        s.execute(update(Channel).where(Channel.id == channel_id).values(limits=limits))
+
+
+def insert_channel(
+    name: str,
+    platform: str,
+    settings: dict[str, str],
+    account: str = DEFAULT_ACCOUNT,
+    *,
+    limits: dict[str, Any] | None = None,
+) -> int:
     """The channel row, its settings taken as they are (:func:`add_channel` checks them
     first). Returns its id.
 
@@ -163,6 +214,7 @@ def insert_channel(name: str, platform: str, settings: dict[str, str], account: 
             name=name,
             platform=platform,
             settings=settings,
+            limits=limits,
             account_id=owner.id,
             created_at=DatabaseClock(db.engine()).now(),
         )
@@ -208,6 +260,7 @@ def reconnect_channel(name: str, settings: dict[str, str] | None = None) -> Reco
         view = _channel_view(channel, account)
         # Each lifted delivery gets a fresh attempt budget and a line in its timeline.
         own = support.lift_channel_holds(s, channel.id, CHANNEL_HOLDS, DatabaseClock(db.engine()).now())
+    _ask_limits_again(name)
     for post_id in own:
         arm(post_id)
     armed = sorted({*own, *lift_admission_holds()})

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from core.domain.errors import NotFound, UserError
 from core.domain.media import MediaRef, refs_of, rows_of
 from core.plugins import manager as plugins
-from core.plugins.adapter import MB, Limits, text_length
+from core.plugins.adapter import MB, Limits, limits_of, text_length
 from core.services.media import MediaView, get_media
 from core.store.models import Channel
 
@@ -142,6 +142,11 @@ def _media_facts(s: Session, media: Sequence[Sequence[MediaRef]]) -> dict[int, M
     return facts
 
 
+def channel_limits(channel: Channel) -> Limits:
+    """What ``channel`` takes: its own limits where its platform told them, else its adapter's."""
+    return limits_of(channel.limits) if channel.limits else plugins.adapter(channel.platform).limits
+
+
 def check_fits(
     channel: Channel,
     texts: Sequence[str],
@@ -159,7 +164,7 @@ def check_fits(
         UserError: the text or an attachment does not fit; the message names the channel
             and the limit.
     """
-    limits = plugins.adapter(channel.platform).limits
+    limits = channel_limits(channel)
     if len(texts) > 1 and not limits.threads:
         raise UserError(
             f"channel {channel.name} ({channel.platform}) does not support threads: give one part, "

@@ -85,6 +85,9 @@ class Channel(Base):
     #: Sealed at rest (``core.store.sealing``): the database never holds a token in clear.
     settings: Mapped[dict[str, Any]] = mapped_column(Sealed, default=dict)
     connected: Mapped[bool] = mapped_column(default=True)
+    #: The channel's own limits as its platform told them when it was added or reconnected
+    #: (``Adapter.channel_limits``: a Mastodon instance's configuration); None: the adapter's.
+    limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     #: Set by `herald channel remove` on a channel whose posts keep its history; such a
     #: channel is renamed to free its name, and nothing is sent to it again.

@@ -298,3 +298,33 @@ def test_channel_test_checks_the_credentials_with_a_read_only_call(channels: dic
     assert channels_json()[0]["connected"]  # and nothing changed: a test is not an outage
     refused = herald_cmd("channel", "test", "n1")
     assert refused.returncode == 2 and "refused n1's credentials" in refused.stderr
+
+
+def test_a_channels_own_limits_are_asked_when_it_is_added_and_checked_for_its_posts(
+    herald: Settings, sandbox_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from adapters.sandbox.adapters import SandboxNative
+    from core.domain.errors import Ambiguous
+    from core.plugins import Limits
+
+    asked: list[str] = []
+
+    def instance_limits(self: SandboxNative, ctx: Any) -> Limits:
+        asked.append(ctx.settings["token"])
+        return Limits(max_chars=20)
+
+    monkeypatch.setattr(SandboxNative, "channel_limits", instance_limits)
+    add_channel("small", "sandbox-native", {"base_url": sandbox_url, "token": "t-small"})
+    assert asked == ["t-small"]
+    with pytest.raises(UserError, match="part 1 for small has 21 characters; sandbox-native allows 20"):
+        create_post(channels=["small"], parts=["x" * 21])
+    assert create_post(channels=["small"], parts=["x" * 20]) > 0
+
+    def unreachable(self: SandboxNative, ctx: Any) -> Limits:
+        raise Ambiguous("the instance did not answer")
+
+    monkeypatch.setattr(SandboxNative, "channel_limits", unreachable)
+    with caplog.at_level("WARNING"):
+        reconnect_channel("small")
+    assert "did not tell its limits" in caplog.text
+    assert create_post(channels=["small"], parts=["x" * 21]) > 0  # the adapter's limits hold now
