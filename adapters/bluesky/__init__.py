@@ -18,7 +18,8 @@ A channel posts as one Bluesky account, and needs:
 * ``app_password`` (secret): an app password, never the account's own password. On
   bsky.app open *Settings → Privacy and security → App passwords → Add App Password*,
   give it a name (``herald``) and copy the password it shows once
-  (``xxxx-xxxx-xxxx-xxxx``). Deleting it there disconnects herald.
+  (``xxxx-xxxx-xxxx-xxxx``). Deleting it there disconnects herald within minutes (its
+  sessions end with it).
 * ``service`` (optional): the address of the account's PDS, for an account hosted
   elsewhere than Bluesky; ``https://bsky.social`` when left out.
 
