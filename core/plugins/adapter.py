@@ -195,6 +195,14 @@ class Adapter:
         version: the adapter's version, shown by ``herald adapters``.
         strategy: how an attempt in doubt is resolved (§6).
         key_ttl: seconds the platform remembers an idempotency key (``native_key``).
+        key_in: where each request of a publish carries the delivery key (``ctx.key``):
+            ``header:NAME`` (the header's value is the key, or the key as a quoted RFC 8941
+            String: ``"KEY"``), ``query:NAME`` (a query parameter), ``body:FIELD`` (a field
+            of the JSON body, of a JSON part of a multipart body, or of a form; dotted for
+            a nested one: ``body:meta.nonce``) or ``path`` (a segment of the URL's path).
+            The conformance kit checks the key is exactly there on every request. None
+            (the default): undeclared, and the kit only checks that a ``native_key`` or
+            ``read_back`` adapter sends it somewhere.
         limits: what the platform accepts.
         settings: the channel settings it reads (``core.plugins.channel_settings``), which
             ``herald channel add`` checks; None (the default) declares none and checks nothing.
@@ -207,6 +215,7 @@ class Adapter:
     version: ClassVar[str] = "0"
     strategy: ClassVar[Strategy]
     key_ttl: ClassVar[float | None] = None
+    key_in: ClassVar[str | None] = None
     limits: ClassVar[Limits] = Limits()
     settings: ClassVar[tuple[Setting, ...] | None] = None
     uploads_first: ClassVar[bool] = True

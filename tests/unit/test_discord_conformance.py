@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import respx
 
 from adapters.discord import DiscordBot, DiscordWebhook
+from core.domain.states import Reason
 from core.plugins.adapter import Adapter
 from core.plugins.conformance import AdapterContract
 
@@ -45,6 +46,33 @@ MESSAGE: dict[str, Any] = {
 }
 
 
+def form_error(name: str, message: str, code: str) -> dict[str, Any]:
+    """50035 "Invalid Form Body" naming the key at fault (developers/reference.mdx, "Error Messages";
+    the inner code is illustrative: Discord shows the shape only)."""
+    return {
+        "message": "Invalid Form Body",
+        "code": 50035,
+        "errors": {name: {"_errors": [{"code": code, "message": message}]}},
+    }
+
+
+#: The refusals both adapters describe, by status and body (developers/topics/opcodes-and-status-codes.mdx,
+#: "HTTP Response Codes" and "JSON Error Codes").
+REFUSALS: dict[Reason, tuple[int, dict[str, Any]]] = {
+    # 50035 on ``content``: Create Message's "Message contents (up to 2000 characters)".
+    Reason.CONTENT_REJECTED: (400, form_error("content", "Must be 2000 or fewer in length.", "BASE_TYPE_MAX_LENGTH")),
+    # 50013 "You lack permissions to perform that action".
+    Reason.PERMISSION_DENIED: (403, {"message": "Missing Permissions", "code": 50013}),
+    # 413 "Request entity too large" (40005): the files passed what the server takes.
+    Reason.MEDIA_INVALID: (413, {"message": "Request entity too large", "code": 40005}),
+    # The message replied to is gone: 50035 on ``message_reference``.
+    Reason.THREAD_PARENT_MISSING: (
+        400,
+        form_error("message_reference", "Unknown message", "MESSAGE_REFERENCE_UNKNOWN"),
+    ),
+}
+
+
 def rate_limited(retry_after: int) -> dict[str, Any]:
     """developers/topics/rate-limits.mdx, "Example Exceeded User Rate Limit Response", with the
     seconds the kit asks for."""
@@ -68,6 +96,7 @@ class TestDiscordBotConforms(AdapterContract):
 
     adapter_class: ClassVar[type[Adapter]] = DiscordBot
     settings: ClassVar[dict[str, str]] = {"token": "bot-token", "channel_id": CHANNEL, "guild_id": GUILD}
+    refusals: ClassVar[tuple[Reason, ...]] = tuple(REFUSALS)
 
     def messages(self, router: respx.MockRouter) -> respx.Route:
         # POST /channels/{channel.id}/messages: developers/resources/message.mdx, "Create Message".
@@ -86,10 +115,9 @@ class TestDiscordBotConforms(AdapterContract):
         # developers/topics/rate-limits.mdx, "Exceeding A Rate Limit".
         self.messages(router).respond(**rate_limited(retry_after))
 
-    def respond_rejected(self, router: respx.MockRouter) -> None:
-        # 403 with 50013 "You lack permissions to perform that action":
-        # developers/topics/opcodes-and-status-codes.mdx, "JSON Error Codes".
-        self.messages(router).respond(403, json={"message": "Missing Permissions", "code": 50013})
+    def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
+        status, body = REFUSALS[reason]
+        self.messages(router).respond(status, json=body)
 
     def respond_server_error(self, router: respx.MockRouter) -> None:
         # 5xx "The server had an error processing your request"; code 0 "General error":
@@ -105,6 +133,8 @@ class TestDiscordWebhookConforms(AdapterContract):
         "webhook_url": f"https://discord.com/api/webhooks/{WEBHOOK_ID}/{WEBHOOK_TOKEN}",
         "guild_id": GUILD,
     }
+    # A webhook cannot reply (threads=False), so no reply target to find missing.
+    refusals: ClassVar[tuple[Reason, ...]] = (Reason.CONTENT_REJECTED, Reason.PERMISSION_DENIED, Reason.MEDIA_INVALID)
 
     def execute(self, router: respx.MockRouter) -> respx.Route:
         # POST /webhooks/{webhook.id}/{webhook.token}?wait=true: developers/resources/webhook.mdx,
@@ -123,12 +153,15 @@ class TestDiscordWebhookConforms(AdapterContract):
         # developers/topics/rate-limits.mdx, "Exceeding A Rate Limit".
         self.execute(router).respond(**rate_limited(retry_after))
 
-    def respond_rejected(self, router: respx.MockRouter) -> None:
-        # 200000 "Message was blocked by automatic moderation":
-        # developers/topics/opcodes-and-status-codes.mdx, "JSON Error Codes".
-        self.execute(router).respond(
-            400, json={"message": "Message was blocked by automatic moderation", "code": 200000}
-        )
+    def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
+        if reason is Reason.CONTENT_REJECTED:
+            # 200000 "Message was blocked by automatic moderation":
+            # developers/topics/opcodes-and-status-codes.mdx, "JSON Error Codes".
+            body = {"message": "Message was blocked by automatic moderation", "code": 200000}
+            self.execute(router).respond(400, json=body)
+            return
+        status, body = REFUSALS[reason]
+        self.execute(router).respond(status, json=body)
 
     def respond_server_error(self, router: respx.MockRouter) -> None:
         # 502 "There was not a gateway available to process your request":

@@ -11,6 +11,7 @@ from typing import ClassVar
 import respx
 
 from adapters.webhook import WebhookAdapter
+from core.domain.states import Reason
 from core.plugins.adapter import Adapter
 from core.plugins.conformance import AdapterContract
 
@@ -20,6 +21,20 @@ URL = "https://receiver.test/hooks/herald"
 class TestWebhookConforms(AdapterContract):
     adapter_class: ClassVar[type[Adapter]] = WebhookAdapter
     settings: ClassVar[dict[str, str]] = {"url": URL, "secret": "0123456789abcdef0123456789abcdef"}
+    # "400 or 422 ... may name the reason: content_rejected (the default), media_invalid,
+    # thread_parent_missing or permission_denied"; "403: permission_denied".
+    refusals: ClassVar[tuple[Reason, ...]] = (
+        Reason.CONTENT_REJECTED,
+        Reason.PERMISSION_DENIED,
+        Reason.MEDIA_INVALID,
+        Reason.THREAD_PARENT_MISSING,
+    )
+    confirms_without_id = (
+        "adapters/webhook/__init__.py, 'What herald expects back': a 2xx with an empty body, or a JSON object "
+        "without id, makes the key the post's id"
+    )
+    # adapters/webhook/__init__.py, "What the receiver is sent": reply_to and root.
+    replies_name_the_root = True
 
     def respond_published(self, router: respx.MockRouter) -> None:
         # adapters/webhook/__init__.py "What herald expects back": 2xx {"id": "...", "url": "..."}
@@ -33,9 +48,13 @@ class TestWebhookConforms(AdapterContract):
         # RFC 9110 §10.2.3 (https://httpwg.org/specs/rfc9110.html#field.retry-after): delay-seconds
         router.post(URL).respond(429, headers={"Retry-After": str(retry_after)})
 
-    def respond_rejected(self, router: respx.MockRouter) -> None:
-        # adapters/webhook/__init__.py: 400 or 422 with {"error": ..., "detail": ...} refuses for good
-        router.post(URL).respond(422, json={"error": "content_rejected", "detail": "too long"})
+    def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
+        # adapters/webhook/__init__.py: 403 refuses the post here; 400 or 422 with {"error": ..., "detail": ...}
+        # refuses it for good, for the reason ``error`` names
+        if reason is Reason.PERMISSION_DENIED:
+            router.post(URL).respond(403, json={"error": "forbidden"})
+        else:
+            router.post(URL).respond(422, json={"error": reason.value, "detail": "refused"})
 
     def respond_server_error(self, router: respx.MockRouter) -> None:
         # adapters/webhook/__init__.py: 5xx, the post may exist
