@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 #: Modules shipped with herald that are plugins like any other.
 DEFAULT_PLUGINS = (
     "adapters.sandbox",
+    "adapters.mastodon",
+    "adapters.bluesky",
     "adapters.discord",
     "adapters.telegram",
     "adapters.webhook",
