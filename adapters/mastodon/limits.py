@@ -60,6 +60,9 @@ DEFAULT_LIMITS = Limits(
     max_image_bytes=16777216,
     max_video_bytes=103809024,
     max_video_seconds=None,
+    # "Only one video can be attached, per post" (content/en/user/posting.md), and no image beside it.
+    max_videos=1,
+    video_alone=True,
     alt_text=True,
     max_alt_chars=1500,
 )

@@ -49,6 +49,10 @@ class Limits:
     max_image_bytes: int = 8 * MB
     #: Largest video, in bytes.
     max_video_bytes: int = 40 * MB
+    #: Most videos on one part; None: as ``max_media`` allows.
+    max_videos: int | None = None
+    #: Whether a video must be a part's only attachment (Mastodon: "4 images or 1 video").
+    video_alone: bool = False
     #: Longest video, in seconds; None: no limit. A video whose length herald could not
     #: probe (no ``ffprobe``) is let through, and the platform decides.
     max_video_seconds: float | None = None

@@ -208,6 +208,11 @@ def check_attachments(
         )
     if len(refs) > limits.max_media:
         raise UserError(f"part {part} has {len(refs)} attachments; {where} takes at most {limits.max_media} per part")
+    videos = sum(facts[ref.media_id].mime.startswith("video/") for ref in refs)
+    if limits.max_videos is not None and videos > limits.max_videos:
+        raise UserError(f"part {part} has {videos} videos; {where} takes at most {limits.max_videos} per part")
+    if limits.video_alone and videos and len(refs) > 1:
+        raise UserError(f"part {part} has a video beside other attachments; {where} takes a video alone")
     for ref in refs:
         file = facts[ref.media_id]
         name = f"{file.filename} (media {file.id})"

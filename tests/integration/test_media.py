@@ -301,3 +301,18 @@ def test_a_platform_with_a_shorter_caption_refuses_a_long_text_beside_attachment
         create_post(channels=["n1"], parts=["x" * 21], media=photo)
     assert create_post(channels=["n1"], parts=["x" * 21]) > 0  # without attachments the whole limit holds
     assert create_post(channels=["n1"], parts=["x" * 20], media=photo) > 0
+
+
+def test_a_platform_taking_one_video_alone_refuses_two_or_a_video_beside_an_image(
+    media_channels: dict[str, str], clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SandboxNative, "limits", replace(MEDIA_LIMITS, max_videos=1, video_alone=True))
+    clip, other = mp4(tmp_path / "a.mp4", seconds=1), mp4(tmp_path / "b.mp4", seconds=2)
+    image = png(tmp_path / "kite.png")
+    with pytest.raises(UserError, match=r"part 1 has 2 videos; n1 \(sandbox-native\) takes at most 1 per part"):
+        create_post(channels=["n1"], parts=["two"], media=[AttachmentSpec(0, str(clip)), AttachmentSpec(0, str(other))])
+    with pytest.raises(UserError, match=r"part 1 has a video beside other attachments; .* takes a video alone"):
+        create_post(
+            channels=["n1"], parts=["mixed"], media=[AttachmentSpec(0, str(clip)), AttachmentSpec(0, str(image))]
+        )
+    assert create_post(channels=["n1"], parts=["one"], media=[AttachmentSpec(0, str(clip))]) > 0
