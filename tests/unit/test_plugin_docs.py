@@ -273,7 +273,7 @@ def test_the_sh_blocks_parse_and_those_running_herald_run_in_order(shell: Shell)
     assert adapters["pebble"]["enabled"] and adapters["pebble"]["plugin"] == "pebble"
     channels = {row["name"]: row for row in shell.herald_json("channel", "list")}  # type: ignore[attr-defined]
     assert channels["ada"]["platform"] == "pebble"
-    assert "pbl_ada" not in json.dumps(channels["ada"]["settings"])
+    assert "pbl_ada_5f2e" not in json.dumps(channels["ada"]["settings"])
 
 
 def words(page: Path = PAGE) -> str:
