@@ -18,6 +18,7 @@ from core.cli import channels as cli_channels
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
 from core.cli import media as cli_media
+from core.cli import plugins as cli_plugins
 from core.cli import sandbox as cli_sandbox
 from core.cli import support as cli_support
 from core.cli import watch as cli_watch
@@ -70,29 +71,6 @@ def init() -> None:
         raise ConfigError(database_problem(exc, url, initialising=True)) from None
     out.print(f"database ready: {masked_url(url)}", highlight=False, soft_wrap=True)
     out.print(f"channel settings sealed with the key in {where} (back it up)", highlight=False, soft_wrap=True)
-
-
-@app.command()
-def adapters(as_json: JsonOpt = False) -> None:
-    """List the platform adapters (name, version, strategy, key TTL, plugin, enabled), then
-    every plugin with the hooks it implements, and the plugins left out and why."""
-    from core.plugins.manager import describe, plugins, problems
-
-    rows = describe()
-    if as_json:
-        print_json(rows)
-        return
-    table = Table("name", "version", "strategy", "key_ttl", "plugin", "enabled")
-    for r in rows:
-        ttl = "-" if r.key_ttl is None else f"{r.key_ttl:g}s"
-        table.add_row(r.name, r.version, r.strategy, ttl, r.plugin, "yes" if r.enabled else "no")
-    out.print(table)
-    loaded = Table("plugin", "hooks", title="plugins")
-    for p in plugins():
-        loaded.add_row(p.name, ", ".join(p.hooks) or "-")
-    out.print(loaded)
-    for problem in problems():
-        out.print(f"plugin {problem.name} left out ({problem.stage}): {problem.error}", highlight=False, markup=False)
 
 
 @channel_app.command("add")
@@ -381,6 +359,7 @@ def sandbox_serve(
 
 
 cli_watch.register(app)
+cli_plugins.register(app)
 cli_editing.register(post_app)
 cli_find.register(post_app)
 cli_support.register(post_app)
