@@ -128,11 +128,13 @@ def test_an_unknown_adapter_in_plugins_toml_is_reported_in_one_line_naming_the_l
     plugins_toml.write_text("[adapters.sandbox-nativ]\nenabled = true\n[adapters.sandbox-none]\nenabled = true\n")
     result = herald_cmd("adapters", "--json", HERALD_PLUGINS_TOML=str(plugins_toml))
     listed = {row["name"]: row["enabled"] for row in json.loads(ok(result))}
-    assert listed == {"sandbox-native": False, "sandbox-none": True, "sandbox-readback": False}
+    assert listed["sandbox-native"] is False and listed["sandbox-none"] is True
+    assert [name for name, enabled in listed.items() if enabled] == ["sandbox-none"]
+    loaded = ", ".join(sorted(listed))
     (line,) = [line for line in result.stderr.splitlines() if "names no adapter" in line]
     assert line.endswith(
-        f"{plugins_toml}: [adapters.sandbox-nativ] names no adapter herald has loaded (loaded: sandbox-native, "
-        "sandbox-none, sandbox-readback); did you mean [adapters.sandbox-native]? fix the name, or install the "
+        f"{plugins_toml}: [adapters.sandbox-nativ] names no adapter herald has loaded (loaded: {loaded}); "
+        "did you mean [adapters.sandbox-native]? fix the name, or install the "
         "plugin that provides it"
     )
 
