@@ -14,27 +14,34 @@ how the platform answers in each situation – taken from the platform's API ref
         refusals = (Reason.CONTENT_REJECTED, Reason.PERMISSION_DENIED)
 
         def respond_published(self, router):
-            router.post("https://api.example.test/posts").respond(201, json={"id": "1", "url": "u"})
+            router.post("https://api.example.test/session").respond(200, json={"session": "s"})
+            return router.post("https://api.example.test/posts").respond(201, json={"id": "1", "url": "u"})
 
         def respond_rejected(self, router, reason):
             status = 403 if reason is Reason.PERMISSION_DENIED else 422
             router.post("https://api.example.test/posts").respond(status, json={"error": reason.value})
         ...
 
-pytest then runs every contract test below against that adapter. What the kit cannot
-know of the platform, the contract declares (citing its docs where it departs from the
-rule): ``refusals`` (the reasons :meth:`~AdapterContract.respond_rejected` can describe),
-``not_stored`` (a 5xx documented as storing nothing), ``confirms_without_id``,
-``replies_name_the_root``, ``config`` (the adapter's ``plugins.toml`` settings), and
+pytest then runs every contract test below against that adapter. The ``respond_*``
+methods answer every request a call makes (a sign-in, a look-up of the post replied to,
+the part's uploads for an adapter that uploads first – the kit uploads them, as herald
+does), and ``respond_published`` (``respond_search``) returns the post's (the search's)
+own route where it sets up several. What the kit cannot know of the platform, the
+contract declares (citing its docs where it departs from the rule): ``refusals`` (the
+reasons :meth:`~AdapterContract.respond_rejected` can describe), ``not_stored`` (a 5xx
+documented as storing nothing), ``confirms_without_id``, ``replies_name_the_root``,
+``config`` (the adapter's ``plugins.toml`` settings), and
 :meth:`~AdapterContract.respond_published_with_media` where a part with attachments goes
-elsewhere. The adapter itself says where the key goes (``Adapter.key_in``).
+elsewhere. The adapter itself says where the key goes (``Adapter.key_in``) and, where it
+goes transformed, as what (``Adapter.key_on_wire``).
 
 Besides the answers the author describes, the kit gives answers of its own in the
 platform's place – bare statuses, a proxy's HTML page, a success without the post's id,
-a failed connection – on the routes ``respond_published`` (and ``respond_search``) set
-up, and reads every request the adapter made: where the key went, whether the reply
-target and every attachment travelled, which client and timeout carried it, how many
-were sent. Each failure names the fix.
+a failed connection – on the post's route (and the search's), and takes only one of
+herald's errors for them: an adapter that crashes on a body it cannot read fails. It
+reads every request the adapter made: where the key went, whether the reply target and
+every attachment travelled, which client and timeout carried it, how many were sent.
+Each failure names the fix.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from dataclasses import dataclass
 from email import policy
 from email.parser import BytesParser
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 from urllib.parse import parse_qsl
 
 import httpx
@@ -61,13 +68,15 @@ import pytest
 
 from core.domain.errors import Ambiguous, AuthExpired, ConfigError, NotSent, PublishError, RateLimited, Rejected
 from core.domain.states import Reason, Strategy
-from core.plugins.adapter import Adapter, Attachment, MediaFile, PublishContext, Published
+from core.plugins.adapter import Adapter, Attachment, MediaFile, PublishContext, Published, UploadContext
 from core.plugins.channel_settings import check_settings, declared, is_secret
 from core.plugins.deadline import DeadlineTransport
 from core.plugins.transport import call_platform
 
 if TYPE_CHECKING:
     import respx
+
+T = TypeVar("T")
 
 #: The delivery key of every part the kit publishes.
 KEY = "conformancekey0000000001z"
@@ -173,12 +182,17 @@ class Call:
     answered: bool
     result: object
     error: Exception | None
-    #: Every request the platform received, in order.
+    #: Every request the platform received, in order: the part's uploads, then the call's own.
     requests: list[httpx.Request]
-    #: How many of them came through ``ctx.client``.
+    #: The call's requests that reached the post's route (the one ``respond_*`` returned; every
+    #: route it set up where it returned none).
+    posted: list[httpx.Request]
+    #: The attachments the part carried (``ctx.media``), with the platform ids their uploads got.
+    media: tuple[Attachment, ...]
+    #: How many of the requests came through ``ctx.client``.
     through_client: int
-    #: How many of them went to the routes the contract's answer set up.
-    to_routes: int
+    #: The most requests the call sent to any one of the post's routes.
+    to_one_route: int
     #: The channel settings the adapter read.
     read: set[str]
 
@@ -195,9 +209,19 @@ class Call:
 
     @property
     def crashed(self) -> bool:
-        """An exception outside herald's errors: herald records it as ``adapter_error`` and, once a
-        request was written, keeps the part in doubt (§6 step 8) – safe, if not well mapped."""
+        """An exception outside herald's errors: herald records it as ``adapter_error`` (§6 step 8),
+        an outcome nobody chose. Where the kit gave the answer itself, it fails the crash: the
+        adapter's answer mapping must say what the answer means."""
         return self.error is not None and not isinstance(self.error, PublishError | ConfigError)
+
+    def mapping_fix(self) -> str:
+        """What to add to a fix when the adapter crashed on an answer rather than mapping it."""
+        if not self.crashed:
+            return ""
+        return (
+            " from the adapter's one answer mapping – a body it cannot read (no JSON, JSON cut short) is an "
+            "answer too, not a crash"
+        )
 
     def raised(self, *classes: type[Exception]) -> bool:
         return isinstance(self.error, classes)
@@ -229,37 +253,47 @@ class AdapterContract:
 
     # -- what the author describes: the platform's answers, as respx routes ----------------
 
-    def respond_published(self, router: respx.MockRouter) -> None:
-        """The platform accepts the post and answers with its id and URL."""
-        raise NotImplementedError
+    def respond_published(self, router: respx.MockRouter) -> respx.Route | None:
+        """The platform accepts the post and answers with its id and URL.
 
-    def respond_published_with_media(self, router: respx.MockRouter) -> None:
-        """The same for a part with attachments, where the platform takes those elsewhere
-        (another method or URL); by default :meth:`respond_published`."""
-        self.respond_published(router)
-
-    def respond_auth_expired(self, router: respx.MockRouter) -> None:
-        """The platform refuses the credentials."""
-        raise NotImplementedError
-
-    def respond_rate_limited(self, router: respx.MockRouter, retry_after: int) -> None:
-        """The platform asks to be called again in ``retry_after`` seconds."""
-        raise NotImplementedError
-
-    def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
-        """The platform refuses this post for good, for ``reason`` (one of :attr:`refusals`).
-
-        The part carries attachments for ``MEDIA_INVALID`` and replies to :data:`REPLY_TO`
-        for ``THREAD_PARENT_MISSING``.
+        Answer every request a publish makes: a sign-in, a look-up of the post replied to
+        (:data:`REPLY_TO`, :data:`ROOT`), the post itself. Where there are several, return the
+        post's own route: the kit gives its own answers there (bare statuses, an HTML page...)
+        and reads the key, the reply target, the attachments and the retries in what reached
+        it. None (one route): that route.
         """
         raise NotImplementedError
 
-    def respond_server_error(self, router: respx.MockRouter) -> None:
+    def respond_published_with_media(self, router: respx.MockRouter) -> respx.Route | None:
+        """The same for a part with attachments. An adapter that uploads first
+        (``uploads_first``) has each one uploaded by the kit, as herald does, before the part
+        is published: answer those uploads (and ``media_ready``'s looks) too. By default
+        :meth:`respond_published`."""
+        return self.respond_published(router)
+
+    def respond_auth_expired(self, router: respx.MockRouter) -> respx.Route | None:
+        """The platform refuses the credentials."""
+        raise NotImplementedError
+
+    def respond_rate_limited(self, router: respx.MockRouter, retry_after: int) -> respx.Route | None:
+        """The platform asks to be called again in ``retry_after`` seconds."""
+        raise NotImplementedError
+
+    def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> respx.Route | None:
+        """The platform refuses this post for good, for ``reason`` (one of :attr:`refusals`).
+
+        The part carries attachments for ``MEDIA_INVALID`` (the refusal may be an upload's)
+        and replies to :data:`REPLY_TO` for ``THREAD_PARENT_MISSING`` (it may be the look-up's).
+        """
+        raise NotImplementedError
+
+    def respond_server_error(self, router: respx.MockRouter) -> respx.Route | None:
         """The platform fails in a way after which the post may have been stored."""
         raise NotImplementedError
 
-    def respond_search(self, router: respx.MockRouter, found: bool) -> None:
-        """``read_back`` adapters: the platform's search finds the post by key, or not."""
+    def respond_search(self, router: respx.MockRouter, found: bool) -> respx.Route | None:
+        """``read_back`` adapters: the platform's search finds the post by key, or not. Where
+        it sets up several routes, return the search's own: the kit fails it there."""
         raise NotImplementedError
 
     # -- declarations ------------------------------------------------------------------------
@@ -281,8 +315,13 @@ class AdapterContract:
         assert isinstance(adapter.name, str) and adapter.name
         assert adapter.strategy in Strategy
         assert adapter.limits.max_chars > 0
-        if adapter.strategy is Strategy.NATIVE_KEY:
-            assert adapter.key_ttl is not None and adapter.key_ttl > 0, "native_key adapters declare key_ttl"
+        if adapter.strategy is Strategy.NATIVE_KEY and adapter.key_ttl is not None and not adapter.key_ttl > 0:
+            # None is "remembered for good" (a key that is the post's own record key): core then
+            # resends with it at any age (core/runtime/job.py, _key_remembered).
+            _fail(
+                f"{_name(adapter)} declares key_ttl = {adapter.key_ttl!r}: a native_key adapter says for how many "
+                "seconds the platform remembers a key, or None where it remembers it for good"
+            )
         if adapter.strategy is Strategy.READ_BACK:
             assert adapter.can_find, "read_back adapters implement find()"
         if adapter.key_in is not None and not _KEY_PLACE.fullmatch(adapter.key_in):
@@ -320,10 +359,7 @@ class AdapterContract:
                     f"it one of at least {MIN_SECRET_CHARS}, so the kit can tell it in a message that leaks it"
                 )
 
-    def test_it_reads_only_the_channel_settings_it_declares(
-        self, adapter: Adapter, router: respx.MockRouter | None = None
-    ) -> None:
-        """``router``: unused, as the kit routes each call itself; kept for callers of its first version."""
+    def test_it_reads_only_the_channel_settings_it_declares(self, adapter: Adapter) -> None:
         read = set().union(*(call.read for call in self._confirmed(adapter)))
         if adapter.can_find:
             read |= self._run(adapter, lambda router: self.respond_search(router, True), find=True).read
@@ -371,9 +407,9 @@ class AdapterContract:
         calls += [self._run(adapter, self.respond_published, answer=STATUS_FAMILIES[s]) for s in (500, 502, 503, 504)]
         calls += [self._run(adapter, self.respond_published, answer=exc) for exc, _ in TRANSPORT_FAILURES.values()]
         for call in calls:
-            if call.to_routes > 1:
+            if call.to_one_route > 1:
                 _fail(
-                    f"{call.what}: one publish() sent {call.to_routes} requests to the platform's route; the "
+                    f"{call.what}: one publish() sent {call.to_one_route} requests to the platform's route; the "
                     "adapter retries inside publish(). Raise the outcome and let herald retry: it backs off, "
                     "honours Retry-After and keeps a part in doubt from being sent twice"
                 )
@@ -382,24 +418,31 @@ class AdapterContract:
         place = adapter.key_in
         if place is None and adapter.strategy is Strategy.NONE:
             pytest.skip("a none adapter that declares no key_in: nothing to deduplicate or find by")
+        wire = adapter.key_on_wire(KEY)
+        sent = "ctx.key" if wire == KEY else f"adapter.key_on_wire(ctx.key) ({wire!r})"
         for call in self._confirmed(adapter):
             if place is None:
-                if not any(KEY.encode() in _raw(request) for request in call.requests):
+                if not any(wire.encode() in _raw(request) for request in call.posted):
                     _fail(
-                        f"no request of {call.what} carries the delivery key (ctx.key): a {adapter.strategy} "
+                        f"no request of {call.what} carries the delivery key ({sent}): a {adapter.strategy} "
                         "adapter must send it, and should say where with key_in = 'header:Idempotency-Key' "
                         "(or 'body:FIELD', 'query:NAME', 'path')"
                     )
                 continue
-            for n, request in enumerate(call.requests, 1):
-                found = _key_places(request)
+            for n, request in enumerate(call.posted, 1):
+                found = _key_places(request, wire)
                 if not _declared_place_holds_key(place, found):
                     where = f"at {', '.join(found)}" if found else "nowhere"
                     instead = f" (key_in = {found[0]!r})" if found else ""
+                    transformed = (
+                        ""
+                        if wire != KEY or found
+                        else "; if the platform takes it transformed, say how with Adapter.key_on_wire"
+                    )
                     _fail(
                         f"{_name(adapter)} declares key_in = {place!r}, but request {n} of {call.what} "
-                        f"({request.method} {request.url}) carries the key {where}: send ctx.key exactly "
-                        f"there, where the platform looks for it, or declare where it goes{instead}"
+                        f"({request.method} {request.url}) carries the key {where}: send {sent} exactly "
+                        f"there, where the platform looks for it, or declare where it goes{instead}{transformed}"
                     )
 
     def test_a_thread_part_names_the_part_it_replies_to(self, adapter: Adapter) -> None:
@@ -408,7 +451,7 @@ class AdapterContract:
         call = self._run(adapter, self.respond_published, part=THREAD_PART)
         targets = [("ctx.reply_to", REPLY_TO)] + ([("ctx.root", ROOT)] if self.replies_name_the_root else [])
         for name, value in targets:
-            if not any(value.encode() in _raw(request) for request in call.requests):
+            if not any(value.encode() in _raw(request) for request in call.posted):
                 _fail(
                     f"{call.what} dropped {name} ({value!r}): no request carries it, so the part would not "
                     f"reply to the thread; send it as the platform's reply target"
@@ -420,10 +463,18 @@ class AdapterContract:
         if limits.max_media == 0:
             pytest.skip("takes no attachments (max_media=0)")
         call = self._run(adapter, self.respond_published_with_media, part=MEDIA_PART)
-        sent = b"".join(_raw(request) for request in call.requests)
-        media = _attachments(adapter)
+        if call.error is not None:
+            _fail(
+                f"{call.said()}: answered as respond_published_with_media describes, the part must be published; "
+                "describe every request a part with attachments makes (its uploads too, for an adapter that "
+                "uploads first)"
+            )
+        posted = b"".join(_raw(request) for request in call.posted)
+        documents = [document for request in call.posted for document in _documents(request)]
+        sent = b"".join(_raw(request) for request in call.requests)  # alt text may go with the upload
+        media = call.media
         for n, attachment in enumerate(media, 1):
-            if not _carries_attachment(sent, attachment, adapter.uploads_first):
+            if not _carries_attachment(posted, documents, attachment, adapter.uploads_first):
                 what = (
                     f"platform id {attachment.platform_id!r}"
                     if adapter.uploads_first
@@ -504,8 +555,9 @@ class AdapterContract:
             )
         if status == 429 and not call.raised(RateLimited):
             _fail(f"{said}: a 429 asks herald to slow down; raise RateLimited (retry_after=None when none is given)")
-        if status == 418 and not (call.raised(Rejected, Ambiguous) or call.crashed):
+        if status == 418 and not call.raised(Rejected, Ambiguous):
             fix = "raise Rejected(Reason.CONTENT_REJECTED, ...) for a 4xx the adapter does not know (or Ambiguous)"
+            fix += call.mapping_fix()
             if call.raised(NotSent):
                 fix += "; NotSent would send a post the platform refused again on every attempt"
             _fail(f"{said}: {fix}")
@@ -513,7 +565,7 @@ class AdapterContract:
             self._judge_server_failure(call, status)
 
     def _judge_server_failure(self, call: Call, status: int) -> None:
-        if call.raised(Ambiguous) or call.crashed or (status in self.not_stored and call.raised(NotSent)):
+        if call.raised(Ambiguous) or (status in self.not_stored and call.raised(NotSent)):
             return
         said = call.said()
         if call.raised(Rejected):
@@ -528,13 +580,13 @@ class AdapterContract:
                 f"(NotSent only where the platform documents that a {status} stores nothing: declare it in the "
                 f"contract, not_stored = {{{status}: 'where its docs say so'}})"
             )
-        _fail(f"{said}: after a {status} the post may exist; raise Ambiguous")
+        _fail(f"{said}: after a {status} the post may exist; raise Ambiguous{call.mapping_fix()}")
 
     @pytest.mark.parametrize("answer", list(UNCONFIRMED))
     def test_a_success_without_the_posts_id_is_not_a_confirmation(self, adapter: Adapter, answer: str) -> None:
         given = UNCONFIRMED[answer]
         call = self._run(adapter, self.respond_published, answer=given)
-        if call.raised(Ambiguous) or call.crashed:
+        if call.raised(Ambiguous):
             return
         said = call.said()
         declared_success = self.confirms_without_id is not None and answer in ("json-without-id", "empty")
@@ -550,7 +602,7 @@ class AdapterContract:
                 f"{said}: a success that does not name the post confirms nothing herald can record (it records "
                 "Published for good); raise Ambiguous – the post may exist, and a read-back or a person settles it"
             )
-        _fail(f"{said}: the platform said yes to something, so the post may exist; raise Ambiguous")
+        _fail(f"{said}: the platform said yes to something, so the post may exist; raise Ambiguous{call.mapping_fix()}")
 
     @pytest.mark.parametrize("failure", list(TRANSPORT_FAILURES))
     def test_transport_errors_are_left_to_herald(self, adapter: Adapter, failure: str) -> None:
@@ -598,7 +650,7 @@ class AdapterContract:
             pytest.skip(f"{adapter.strategy} adapter without find()")
         search = FAILED_SEARCHES[answer]
         call = self._run(adapter, lambda router: self.respond_search(router, False), answer=search, find=True)
-        if call.error is None:
+        if call.error is None or call.crashed:
             _fail(
                 f"{call.said()}: a search that failed says nothing of whether the post is there, "
                 "and 'not there' makes herald send it again – a second copy. Raise Ambiguous from the search's "
@@ -610,14 +662,16 @@ class AdapterContract:
     def _run(
         self,
         adapter: Adapter,
-        respond: Callable[[respx.MockRouter], None],
+        respond: Callable[[respx.MockRouter], respx.Route | None],
         *,
         part: str = TEXT_PART,
         answer: Answer | Exception | None = None,
         find: bool = False,
     ) -> Call:
         """Call ``publish`` (or ``find``) on ``part`` once, the platform answering as ``respond``
-        sets up – or with ``answer``, on the routes ``respond`` sets up."""
+        sets up – or with ``answer``, on the post's route ``respond`` returns (on every route
+        it sets up where it returns none). An adapter that uploads first has the part's
+        attachments uploaded before, as herald does; an upload's failure is then the call's."""
         import respx
 
         method = "find()" if find else "publish()"
@@ -628,35 +682,42 @@ class AdapterContract:
             respx.mock(assert_all_called=False, assert_all_mocked=True) as router,
             httpx.Client(transport=transport, timeout=TIMEOUT, follow_redirects=False) as client,
         ):
-            respond(router)
-            routes = list(router.routes)
-            for route in routes if answer is not None else ():
+            marked = respond(router)
+            posting = [marked] if marked is not None else list(router.routes)
+            for route in posting if answer is not None else ():
                 route.mock(side_effect=answer.response if isinstance(answer, Answer) else answer)
-            ctx = PublishContext(settings=settings, client=client, key=KEY, text=TEXT, **_part(adapter, part))
+            uploading = _Uploading(adapter, settings, client)
             result: object = None
             error: Exception | None = None
             unanswered: AssertionError | None = None
+            before, counts = 0, [0 for _ in posting]
             try:
-                result = call_platform(lambda: adapter.find(ctx) if find else adapter.publish(ctx))
+                fields, error = _outcome(lambda: _part(adapter, part, uploading))
+                # Where the call's own requests start: those before are the part's uploads.
+                before, counts = len(router.calls), [route.call_count for route in posting]
+                if fields is not None:
+                    ctx = PublishContext(settings=settings, client=client, key=KEY, text=TEXT, **fields)
+                    result, error = _outcome(lambda: adapter.find(ctx) if find else adapter.publish(ctx))
             except respx.models.AllMockedAssertionError as exc:
                 unanswered = exc
-            except AssertionError:
-                raise
-            except Exception as exc:
-                error = exc
             if unanswered is not None:
                 _fail(
-                    f"{what} sent a request the contract does not answer ({unanswered}); describe the platform's "
-                    "answer to it (respond_published_with_media, for a part with attachments)"
+                    f"{uploading.doing or what} sent a request the contract does not answer ({unanswered}); "
+                    "describe the platform's answer to it (respond_published_with_media, for a part with "
+                    "attachments and their uploads)"
                 )
+            reached = {id(c.request) for route in posting for c in route.calls}
+            own = [c.request for c in list(router.calls)[before:]]
             return Call(
                 what=what,
                 answered=answer is not None,
                 result=result,
                 error=error,
                 requests=[c.request for c in router.calls],
+                posted=[request for request in own if id(request) in reached],
+                media=uploading.media,
                 through_client=transport.requests,
-                to_routes=sum(route.call_count for route in routes),
+                to_one_route=max((route.call_count - n for route, n in zip(posting, counts, strict=True)), default=0),
                 read=settings.read,
             )
 
@@ -686,7 +747,7 @@ class AdapterContract:
             for answer in FAILED_SEARCHES.values():
                 yield self._run(adapter, lambda router: self.respond_search(router, False), answer=answer, find=True)
 
-    def _refusal(self, reason: Reason) -> Callable[[respx.MockRouter], None]:
+    def _refusal(self, reason: Reason) -> Callable[[respx.MockRouter], respx.Route | None]:
         return lambda router: self.respond_rejected(router, reason)
 
     def _secrets(self, adapter: Adapter) -> dict[str, str]:
@@ -709,6 +770,55 @@ class _Recording(httpx.BaseTransport):
         self._inner.close()
 
 
+class _Uploading:
+    """The uploads of a part's attachments before it is published, as herald makes them
+    (``core.runtime.attaching``): each file uploaded, then looked at until processed."""
+
+    #: How many times the kit asks ``media_ready`` before it takes an upload for stuck.
+    LOOKS = 3
+
+    def __init__(self, adapter: Adapter, settings: Mapping[str, str], client: httpx.Client) -> None:
+        self.adapter, self.settings, self.client = adapter, settings, client
+        #: The upload under way, for messages; None once every one is done.
+        self.doing: str | None = None
+        #: The attachments, with the platform ids their uploads got.
+        self.media: tuple[Attachment, ...] = ()
+
+    def attach(self, files: tuple[MediaFile, ...], part: str) -> tuple[Attachment, ...]:
+        """``files`` as the part's attachments (run under ``call_platform``, as every adapter call)."""
+        if not self.adapter.uploads_first:  # the files go with the post itself
+            self.media = tuple(Attachment("", f.alt, f.mime, f) for f in files)
+            return self.media
+        media = []
+        for n, file in enumerate(files, 1):
+            self.doing = f"upload() of attachment {n} of {part}"
+            ctx = UploadContext(settings=self.settings, client=self.client, file=file, key=f"{KEY}m{n - 1}")
+            uploaded = self.adapter.upload(ctx)
+            looks = 0
+            while not uploaded.ready and not self.adapter.media_ready(ctx, uploaded.platform_id):
+                looks += 1
+                if looks == self.LOOKS:
+                    _fail(
+                        f"{self.doing}: media_ready() still says it is processing after {looks} looks; answer "
+                        "the upload as processed in respond_published_with_media (or its look, media_ready's request)"
+                    )
+            media.append(Attachment(uploaded.platform_id, file.alt, file.mime, file))
+        self.doing = None
+        self.media = tuple(media)
+        return self.media
+
+
+def _outcome(call: Callable[[], T]) -> tuple[T | None, Exception | None]:
+    """What ``call`` returned, or what it raised; the kit's own failures (an AssertionError,
+    respx's for a request no route answers among them) go on up."""
+    try:
+        return call_platform(call), None
+    except AssertionError:
+        raise
+    except Exception as exc:
+        return None, exc
+
+
 @cache
 def _ssl_context() -> ssl.SSLContext:
     """One for every call the kit makes: each takes milliseconds to load the CA bundle."""
@@ -729,12 +839,12 @@ def _label(answer: Answer | Exception) -> str:
     return answer.label if isinstance(answer, Answer) else f"httpx.{type(answer).__name__}"
 
 
-def _part(adapter: Adapter, part: str) -> dict[str, Any]:
-    """The fields of :class:`PublishContext` that make ``part``."""
+def _part(adapter: Adapter, part: str, uploading: _Uploading) -> dict[str, Any]:
+    """The fields of :class:`PublishContext` that make ``part``, its attachments uploaded."""
     if part == THREAD_PART:
         return {"part_index": 2, "reply_to": REPLY_TO, "root": ROOT}
     if part == MEDIA_PART:
-        return {"media": _attachments(adapter)}
+        return {"media": uploading.attach(_media_files(adapter), part)}
     return {}
 
 
@@ -747,13 +857,13 @@ def _refused_part(adapter: Adapter, reason: Reason) -> str | None:
     return TEXT_PART
 
 
-def _attachments(adapter: Adapter) -> tuple[Attachment, ...]:
-    """Two attachments (one where the adapter takes one), with alt text where it takes it."""
+def _media_files(adapter: Adapter) -> tuple[MediaFile, ...]:
+    """Two files (one where the adapter takes one), with alt text where it takes it."""
     limits = adapter.limits
     preferred = ("image/png", "image/jpeg", "image/webp", "image/gif")
     mime = next((t for t in preferred if t in limits.media_types), min(limits.media_types, default="image/png"))
     video = mime.startswith("video/")
-    media = []
+    files = []
     for n in range(1, min(2, limits.max_media) + 1):
         data, alt = _png(n), f"conformance-alt-{n}" if limits.alt_text else None
         file = MediaFile(
@@ -767,9 +877,8 @@ def _attachments(adapter: Adapter) -> tuple[Attachment, ...]:
             duration=1.0 if video else None,
             read=partial(bytes, data),
         )
-        platform_id = f"conformance-media-{n}" if adapter.uploads_first else ""
-        media.append(Attachment(platform_id=platform_id, alt=alt, mime=mime, file=file))
-    return tuple(media)
+        files.append(file)
+    return tuple(files)
 
 
 def _png(shade: int) -> bytes:
@@ -783,11 +892,25 @@ def _png(shade: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixel) + chunk(b"IEND", b"")
 
 
-def _carries_attachment(sent: bytes, attachment: Attachment, uploads_first: bool) -> bool:
+def _carries_attachment(sent: bytes, documents: list[Any], attachment: Attachment, uploads_first: bool) -> bool:
+    """Whether the requests ``sent`` (read as ``documents``) carry ``attachment``: its platform id
+    (as it is, or – an id that is JSON, such as a blob reference – as that value in a body), or
+    the file's bytes (raw or base64) where the files go with the post."""
     if uploads_first:
-        return attachment.platform_id.encode() in sent
+        if attachment.platform_id.encode() in sent:
+            return True
+        value = _json(attachment.platform_id)
+        return isinstance(value, dict | list) and any(_holds(document, value) for document in documents)
     data = attachment.file.read() if attachment.file else b""
     return bool(data) and (data in sent or base64.b64encode(data) in sent)
+
+
+def _holds(document: Any, value: Any) -> bool:
+    """Whether ``document`` is ``value`` or holds it, at any depth."""
+    if document == value:
+        return True
+    items = document.values() if isinstance(document, dict) else document if isinstance(document, list) else ()
+    return any(_holds(inner, value) for inner in items)
 
 
 def _raw(request: httpx.Request) -> bytes:
@@ -796,15 +919,15 @@ def _raw(request: httpx.Request) -> bytes:
     return str(request.url).encode() + b"\n" + headers + b"\n\n" + request.content
 
 
-def _key_places(request: httpx.Request) -> list[str]:
-    """Where ``request`` carries :data:`KEY`, in ``Adapter.key_in``'s forms."""
+def _key_places(request: httpx.Request, key: str) -> list[str]:
+    """Where ``request`` carries ``key`` (:data:`KEY` as it goes on the wire), in ``Adapter.key_in``'s forms."""
     headers = [(name.decode(errors="replace"), value.decode(errors="replace")) for name, value in request.headers.raw]
-    places = [f"header:{name}" for name, value in headers if value in (KEY, f'"{KEY}"')]
-    places += [f"query:{name}" for name, value in request.url.params.multi_items() if value == KEY]
-    if KEY in request.url.path.split("/"):
+    places = [f"header:{name}" for name, value in headers if value in (key, f'"{key}"')]
+    places += [f"query:{name}" for name, value in request.url.params.multi_items() if value == key]
+    if key in request.url.path.split("/"):
         places.append("path")
     for document in _documents(request):
-        places += [f"body:{path}" for path in _paths_to_key(document, "")]
+        places += [f"body:{path}" for path in _paths_to_key(document, "", key)]
     return list(dict.fromkeys(places))
 
 
@@ -846,14 +969,14 @@ def _json(text: str) -> Any:
         return None
 
 
-def _paths_to_key(value: Any, path: str) -> Iterator[str]:
-    """The dotted paths at which ``value`` holds :data:`KEY`, descending into JSON held in strings."""
+def _paths_to_key(value: Any, path: str, key: str) -> Iterator[str]:
+    """The dotted paths at which ``value`` holds ``key``, descending into JSON held in strings."""
     if isinstance(value, str):
-        if value == KEY:
+        if value == key:
             yield path
         elif value[:1] in ("{", "["):
-            yield from _paths_to_key(_json(value), path)
+            yield from _paths_to_key(_json(value), path, key)
         return
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for name, inner in items:
-        yield from _paths_to_key(inner, f"{path}.{name}" if path else str(name))
+        yield from _paths_to_key(inner, f"{path}.{name}" if path else str(name), key)
