@@ -150,8 +150,8 @@ def run(
         if unanswered is not None:
             fail(
                 f"{uploading.doing or what} sent a request the contract does not answer ({unanswered}); "
-                "describe the platform's answer to it (respond_published_with_media, for a part with "
-                "attachments and their uploads)"
+                "describe the platform's answer to it (for a part with attachments, its uploads too: "
+                "respond_published_with_media, and respond_rejected for MEDIA_INVALID)"
             )
         reached = {id(c.request) for route in posting for c in route.calls}
         own = [c.request for c in list(router.calls)[before:]]
