@@ -57,7 +57,8 @@ class AdapterContract:
         (:data:`REPLY_TO`, :data:`ROOT`), the post itself. Where there are several, return the
         post's own route: the kit gives its own answers there (bare statuses, an HTML page...)
         and reads the key, the reply target, the attachments and the retries in what reached
-        it. None (one route): that route.
+        it. None: every route it sets up (right where it sets up one). Every ``respond_*`` may
+        return its post's route the same way.
         """
         raise NotImplementedError
 
