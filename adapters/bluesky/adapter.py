@@ -134,6 +134,8 @@ class Bluesky(Adapter):
     strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
     # The record key is the account's for good: a resend finds the post however late it comes.
     key_ttl: ClassVar[float | None] = None
+    # putRecord's ``rkey``: the key as a TID (:meth:`key_on_wire`), never the key as it is.
+    key_in: ClassVar[str | None] = "body:rkey"
     limits: ClassVar[Limits] = POST_LIMITS
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
@@ -168,6 +170,11 @@ class Bluesky(Adapter):
 
     # -- publishing ----------------------------------------------------------------------
 
+    def key_on_wire(self, key: str) -> str:
+        """The post's record key: a TID computed from the delivery key, as a post's key must be a
+        TID (lexicons/app/bsky/feed/post.json, ``"key": "tid"``), the same on every attempt."""
+        return tid_for(key)
+
     def publish(self, ctx: PublishContext) -> Published:
         """Write the part's post at the record key its delivery key gives, replying in a thread."""
         account, actor = _account(ctx.settings), _actor(ctx.settings)
@@ -176,7 +183,7 @@ class Bluesky(Adapter):
         did, pds = session.did, session.pds
         reply = self._reply_refs(ctx, pds, did)
         facets = facets_of(ctx.text, self._resolver(ctx.client, pds))
-        created, rkey = created_at(self.clock()), tid_for(ctx.key)
+        created, rkey = created_at(self.clock()), self.key_on_wire(ctx.key)
 
         def put(images: list[dict[str, Any]]) -> httpx.Response:
             record = post_record(ctx.text, created=created, facets=facets, reply=reply, images=images)
@@ -201,7 +208,7 @@ class Bluesky(Adapter):
         channel's service, which needs no session to know where the repository is (the
         entryway forwards it), so the read-back sweep never signs in."""
         service, actor = _service(ctx.settings), _actor(ctx.settings)
-        response = _get_record(ctx.client, service, actor, tid_for(ctx.key))
+        response = _get_record(ctx.client, service, actor, self.key_on_wire(ctx.key))
         if _record_not_found(response):
             return None
         raise_for_answer(response, GET_RECORD, now=self.clock)

@@ -59,6 +59,7 @@ class DiscordBot(Adapter):
     version: ClassVar[str] = "1"
     strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
     key_ttl: ClassVar[float | None] = NONCE_TTL
+    key_in: ClassVar[str | None] = "body:nonce"
     limits: ClassVar[Limits] = MESSAGE_LIMITS
     # Create Message takes the files in the same multipart request as the message.
     uploads_first: ClassVar[bool] = False

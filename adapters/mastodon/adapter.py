@@ -104,6 +104,7 @@ class Mastodon(Adapter):
     version: ClassVar[str] = "1"
     strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
     key_ttl: ClassVar[float | None] = KEY_TTL
+    key_in: ClassVar[str | None] = "header:Idempotency-Key"
     limits: ClassVar[Limits] = DEFAULT_LIMITS
     uploads_first: ClassVar[bool] = True
     settings: ClassVar[tuple[Setting, ...] | None] = (

@@ -106,6 +106,21 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(seconds, 0.0)
 
 
+def _json_of(response: httpx.Response, what: str) -> Any:
+    """The JSON a success answer carries.
+
+    Raises:
+        Ambiguous: it carries none a platform would send (a proxy's HTML page, JSON cut
+            short): the platform said yes to something, and the post may exist.
+    """
+    try:
+        return response.json()
+    except ValueError:
+        raise Ambiguous(
+            f"sandbox answered {what} with {response.status_code} but no JSON: {response.text[:200]!r}"
+        ) from None
+
+
 def _published(body: Any) -> Published:
     """Read the post's id and URL from a success answer or a search hit."""
     if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not isinstance(body.get("url"), str):
@@ -190,7 +205,7 @@ class SandboxAdapter(Adapter):
     def publish(self, ctx: PublishContext) -> Published:
         response = ctx.client.post(self.posts_url(ctx), json=self.body(ctx), headers=self.headers(ctx))
         raise_for_answer(response)
-        return _published(response.json())
+        return _published(_json_of(response, "a new post"))
 
     def verify(self, ctx: VerifyContext) -> str:
         response = ctx.client.get(self.api_url(ctx.settings, "me"), headers=self.authorization(ctx.settings))
@@ -225,6 +240,7 @@ class SandboxNative(SandboxAdapter):
     name: ClassVar[str] = "sandbox-native"
     strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
     key_ttl: ClassVar[float | None] = NATIVE_KEY_TTL
+    key_in: ClassVar[str | None] = "header:Idempotency-Key"
     path_strategy: ClassVar[str] = "native"
 
     def headers(self, ctx: PublishContext) -> dict[str, str]:
@@ -236,6 +252,7 @@ class SandboxReadback(SandboxAdapter):
 
     name: ClassVar[str] = "sandbox-readback"
     strategy: ClassVar[Strategy] = Strategy.READ_BACK
+    key_in: ClassVar[str | None] = "body:key"
     path_strategy: ClassVar[str] = "readback"
 
     def body(self, ctx: PublishContext) -> dict[str, Any]:
@@ -245,7 +262,7 @@ class SandboxReadback(SandboxAdapter):
         """Every post on the platform carrying this part's key, oldest first (two means a duplicate)."""
         response = ctx.client.get(self.posts_url(ctx), params={"key": ctx.key}, headers=self.headers(ctx))
         raise_for_answer(response)
-        body = response.json()
+        body = _json_of(response, "a search")
         posts = body.get("posts") if isinstance(body, dict) else None
         if not isinstance(posts, list):
             raise Ambiguous(f"sandbox search answered without a list of posts: {response.text!r}")

@@ -256,6 +256,7 @@ class WebhookAdapter(Adapter):
     version: ClassVar[str] = "1"
     strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
     key_ttl: ClassVar[float | None] = KEY_TTL
+    key_in: ClassVar[str | None] = "header:Idempotency-Key"
     uploads_first: ClassVar[bool] = False
     limits: ClassVar[Limits] = Limits(
         max_chars=65_536,

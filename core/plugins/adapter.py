@@ -204,9 +204,9 @@ class Adapter:
             String: ``"KEY"``), ``query:NAME`` (a query parameter), ``body:FIELD`` (a field
             of the JSON body, of a JSON part of a multipart body, or of a form; dotted for
             a nested one: ``body:meta.nonce``) or ``path`` (a segment of the URL's path).
-            The conformance kit checks the key is exactly there on every request. None
-            (the default): undeclared, and the kit only checks that a ``native_key`` or
-            ``read_back`` adapter sends it somewhere.
+            The conformance kit checks the key (as :meth:`key_on_wire` gives it) is exactly
+            there on every request that makes the post. None (the default): undeclared, and
+            the kit only checks that a ``native_key`` or ``read_back`` adapter sends it somewhere.
         limits: what the platform accepts.
         settings: the channel settings it reads (``core.plugins.channel_settings``), which
             ``herald channel add`` checks; None (the default) declares none and checks nothing.
@@ -227,6 +227,14 @@ class Adapter:
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.
         self.config: Mapping[str, Any] = dict(config or {})
+
+    def key_on_wire(self, key: str) -> str:
+        """The delivery key as the platform receives it, at :attr:`key_in`: ``key`` itself
+        (the default), or what the adapter derives from it where the platform takes no such
+        value as it is (a record key of the platform's own syntax, computed from ``key``).
+        It must be the same for the same key on every attempt, or the platform cannot
+        deduplicate a resend."""
+        return key
 
     def publish(self, ctx: PublishContext) -> Published:
         """Send one part; return what the platform confirmed or raise a PublishError."""

@@ -8,8 +8,11 @@ that catches that mistake, with a message that names the fix.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import count
 from typing import Any, ClassVar
 
 import httpx
@@ -141,8 +144,19 @@ class ToyAnswers(AdapterContract):
     def posts(self, router: respx.MockRouter) -> respx.Route:
         return router.post(f"{BASE}/posts")
 
-    def respond_published(self, router: respx.MockRouter) -> None:
-        self.posts(router).respond(201, json={"id": "toy-1", "url": f"{BASE}/p/toy-1"})
+    def uploads(self, router: respx.MockRouter) -> None:
+        """Each upload answered with an id of its own: toy-media-1, toy-media-2..."""
+        ids = count(1)
+        router.post(f"{BASE}/media").mock(
+            side_effect=lambda _: httpx.Response(201, json={"id": f"toy-media-{next(ids)}"})
+        )
+
+    def respond_published(self, router: respx.MockRouter) -> respx.Route:
+        return self.posts(router).respond(201, json={"id": "toy-1", "url": f"{BASE}/p/toy-1"})
+
+    def respond_published_with_media(self, router: respx.MockRouter) -> respx.Route:
+        self.uploads(router)
+        return self.respond_published(router)
 
     def respond_auth_expired(self, router: respx.MockRouter) -> None:
         self.posts(router).respond(401, json={"error": "token_revoked"})
@@ -151,19 +165,93 @@ class ToyAnswers(AdapterContract):
         self.posts(router).respond(429, json={"error": "slow_down"}, headers={"Retry-After": str(retry_after)})
 
     def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
+        if reason is Reason.MEDIA_INVALID:
+            self.uploads(router)  # the files are taken; the post naming them is refused
         status = 403 if reason is Reason.PERMISSION_DENIED else 422
         self.posts(router).respond(status, json={"error": reason.value})
 
     def respond_server_error(self, router: respx.MockRouter) -> None:
         self.posts(router).respond(500, json={"error": "internal"})
 
-    def respond_search(self, router: respx.MockRouter, found: bool) -> None:
+    def respond_search(self, router: respx.MockRouter, found: bool) -> respx.Route | None:
         hits = [{"id": "toy-1", "url": f"{BASE}/p/toy-1"}] if found else []
-        router.get(f"{BASE}/posts", params={"key": KEY}).respond(200, json={"posts": hits})
+        return router.get(f"{BASE}/posts", params={"key": KEY}).respond(200, json={"posts": hits})
 
 
 class TestToyConforms(ToyAnswers):
     """The correct toy adapter passes every contract test."""
+
+
+class RecordToy(Toy):
+    """A native_key platform that keys each post by a record key of its own syntax, derived
+    from the delivery key and held for good (as Bluesky's TID): it signs in before each post,
+    and an upload answers a blob, which the post embeds as an object."""
+
+    strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
+    key_ttl: ClassVar[float | None] = None
+    key_in: ClassVar[str | None] = "body:rkey"
+
+    def key_on_wire(self, key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()[:13]
+
+    def publish(self, ctx: PublishContext) -> Published:
+        session = self.sign_in(ctx)
+        body = {
+            **self.body(ctx),
+            "key": None,
+            "rkey": self.key_on_wire(ctx.key),
+            "media": [{"blob": json.loads(a.platform_id), "alt": a.alt} for a in ctx.media],
+        }
+        response = ctx.client.post(f"{self.base(ctx.settings)}/records", json=body, headers=session)
+        self.raise_for_answer(response)
+        return self.published(response)
+
+    def find(self, ctx: PublishContext) -> Published | None:
+        url = f"{self.base(ctx.settings)}/records/{self.key_on_wire(ctx.key)}"
+        response = ctx.client.get(url, headers=self.auth(ctx))
+        if response.status_code == 404:
+            return None
+        self.raise_for_answer(response)
+        return self.published(response)
+
+    def upload(self, ctx: UploadContext) -> Uploaded:
+        response = ctx.client.post(f"{self.base(ctx.settings)}/blobs", content=ctx.file.read(), headers=self.auth(ctx))
+        self.raise_for_answer(response)
+        # Kept as JSON of its own spelling (spaces after separators), not as the request will carry it.
+        return Uploaded(json.dumps(self.json(response).get("blob")))
+
+    def sign_in(self, ctx: PublishContext) -> dict[str, str]:
+        """A session for one post. Signing in makes no post, so its failures are NotSent."""
+        response = ctx.client.post(f"{self.base(ctx.settings)}/session", headers=self.auth(ctx))
+        if response.status_code == 401:
+            raise AuthExpired("toy refused the token")
+        session = self.json(response).get("session") if 200 <= response.status_code < 300 else None
+        if not isinstance(session, str):
+            raise NotSent(f"toy answered the sign-in with {response.status_code}: no post was made")
+        return {"Authorization": f"Session {session}"}
+
+
+class TestRecordToyConforms(ToyAnswers):
+    """A sign-in before the post, a key sent transformed and remembered for good, blob ids: the
+    kit answers and reads the post's own route, and passes the correct adapter."""
+
+    adapter_class: ClassVar[type[Adapter]] = RecordToy
+
+    def posts(self, router: respx.MockRouter) -> respx.Route:
+        router.post(f"{BASE}/session").respond(200, json={"session": "s-1"})
+        return router.post(f"{BASE}/records")
+
+    def uploads(self, router: respx.MockRouter) -> None:
+        blobs = count(1)
+        router.post(f"{BASE}/blobs").mock(
+            side_effect=lambda _: httpx.Response(200, json={"blob": {"ref": f"blob-{next(blobs)}", "size": 70}})
+        )
+
+    def respond_search(self, router: respx.MockRouter, found: bool) -> respx.Route | None:
+        route = router.get(f"{BASE}/records/{RecordToy().key_on_wire(KEY)}")
+        if found:
+            return route.respond(200, json={"id": "toy-1", "url": f"{BASE}/p/toy-1"})
+        return route.respond(404)
 
 
 # -- one mistake each -----------------------------------------------------------------------
@@ -309,6 +397,33 @@ class DropsAttachments(Toy):
 class DropsAltText(Toy):
     def body(self, ctx: PublishContext) -> dict[str, Any]:
         return {**super().body(ctx), "media": [{"id": a.platform_id} for a in ctx.media]}
+
+
+class CrashesOnAnUnreadableSuccess(Toy):
+    """Reads a success's body without asking whether it is JSON."""
+
+    def published(self, response: httpx.Response) -> Published:
+        return self.post_of(response.json())
+
+
+class CrashesOnAnUnreadableSearch(Toy):
+    def find(self, ctx: PublishContext) -> Published | None:
+        response = ctx.client.get(f"{self.base(ctx.settings)}/posts", params={"key": ctx.key}, headers=self.auth(ctx))
+        self.raise_for_answer(response)
+        posts = response.json()["posts"]
+        return self.post_of(posts[0]) if posts else None
+
+
+class KeyTransformedUndeclared(Toy):
+    """Sends the key as the platform's own syntax (upper case) without saying so."""
+
+    def body(self, ctx: PublishContext) -> dict[str, Any]:
+        return {**super().body(ctx), "key": ctx.key.upper()}
+
+
+class KeyForgottenAtOnce(Toy):
+    strategy: ClassVar[Strategy] = Strategy.NATIVE_KEY
+    key_ttl: ClassVar[float | None] = 0.0
 
 
 @dataclass(frozen=True)
@@ -458,6 +573,41 @@ MISTAKES = [
         },
     ),
     Mistake(
+        CrashesOnAnUnreadableSuccess,
+        {
+            f"{UNCONFIRMED}[html]": "answered a 200 with an HTML page, crashed with JSONDecodeError('Expecting value: "
+            "line 1 column 1 (char 0)'): the platform said yes to something, so the post may exist; raise Ambiguous "
+            "from the adapter's one answer mapping",
+            f"{UNCONFIRMED}[truncated-json]": "answered a 200 with JSON cut short, crashed with JSONDecodeError",
+            f"{UNCONFIRMED}[empty]": "answered a 204 with no body, crashed with JSONDecodeError",
+        },
+    ),
+    Mistake(
+        CrashesOnAnUnreadableSearch,
+        {
+            f"{SEARCH}[html]": "find() of a text part, answered a 200 with an HTML page, crashed with "
+            "JSONDecodeError('Expecting value: line 1 column 1 (char 0)'): a search that failed says nothing of "
+            "whether the post is there",
+            f"{SEARCH}[truncated-json]": "find() of a text part, answered a 200 with JSON cut short, crashed with",
+        },
+    ),
+    Mistake(
+        KeyTransformedUndeclared,
+        {
+            "test_the_key_travels_where_the_adapter_declares_it": "KeyTransformedUndeclared declares key_in = "
+            "'body:key', but request 1 of publish() of a text part (POST https://toy.test/posts) carries the key "
+            "nowhere: send ctx.key exactly there, where the platform looks for it, or declare where it goes; if the "
+            "platform takes it transformed, say how with Adapter.key_on_wire",
+        },
+    ),
+    Mistake(
+        KeyForgottenAtOnce,
+        {
+            "test_declares_a_name_a_strategy_and_limits": "KeyForgottenAtOnce declares key_ttl = 0.0: a native_key "
+            "adapter says for how many seconds the platform remembers a key, or None where it remembers it for good",
+        },
+    ),
+    Mistake(
         ReadsAnUndeclaredSetting,
         {
             "test_it_reads_only_the_channel_settings_it_declares": "ReadsAnUndeclaredSetting reads channel settings "
@@ -477,7 +627,7 @@ MISTAKES = [
         {
             "test_every_attachment_and_its_alt_text_travel": "DropsAttachments declares max_media=4, but publish() "
             "of a part with attachments sent no request with attachment 2 of 2 (its platform id "
-            "'conformance-media-2'): send every one of ctx.media",
+            "'toy-media-2'): send every one of ctx.media",
         },
     ),
     Mistake(

@@ -6,8 +6,10 @@ kit's checks of deliberately wrong adapters are in tests/unit/test_conformance_k
 
 from __future__ import annotations
 
+from itertools import count
 from typing import ClassVar
 
+import httpx
 import respx
 
 from adapters.sandbox.adapters import SandboxNative, SandboxNone, SandboxReadback
@@ -21,7 +23,7 @@ BASE = "http://sandbox.test"
 REFUSAL_DETAILS: dict[Reason, tuple[int, str]] = {
     Reason.CONTENT_REJECTED: (422, "text is 501 characters, at most 500"),
     Reason.PERMISSION_DENIED: (403, "the token may not post"),
-    Reason.MEDIA_INVALID: (422, "media 'm-1' could not be processed"),
+    Reason.MEDIA_INVALID: (422, "media 'media-1' could not be processed"),
     Reason.THREAD_PARENT_MISSING: (422, "no post '4242424242424242001' to reply to"),
 }
 
@@ -39,8 +41,23 @@ class SandboxAnswers(AdapterContract):
     def posts(self, router: respx.MockRouter) -> respx.Route:
         return router.post(f"{BASE}/api/{self.path}/posts")
 
-    def respond_published(self, router: respx.MockRouter) -> None:
-        self.posts(router).respond(201, json={"id": f"{self.path}-1", "url": f"{BASE}/p/{self.path}-1"})
+    def uploads(self, router: respx.MockRouter) -> None:
+        """server.py, _upload_media: 201 with the upload's id, its state and where it is served
+        (media.py, public_json), an id of its own for each."""
+        ids = count(1)
+
+        def accepted(request: httpx.Request) -> httpx.Response:
+            media_id = f"media-{next(ids)}"
+            return httpx.Response(201, json={"id": media_id, "state": "ready", "url": f"{BASE}/media/{media_id}"})
+
+        router.post(f"{BASE}/api/{self.path}/media").mock(side_effect=accepted)
+
+    def respond_published(self, router: respx.MockRouter) -> respx.Route:
+        return self.posts(router).respond(201, json={"id": f"{self.path}-1", "url": f"{BASE}/p/{self.path}-1"})
+
+    def respond_published_with_media(self, router: respx.MockRouter) -> respx.Route:
+        self.uploads(router)
+        return self.respond_published(router)
 
     def respond_auth_expired(self, router: respx.MockRouter) -> None:
         self.posts(router).respond(401, json={"error": "auth_expired", "detail": "the token was revoked"})
@@ -49,6 +66,8 @@ class SandboxAnswers(AdapterContract):
         self.posts(router).respond(429, json={"error": "rate_limited"}, headers={"Retry-After": str(retry_after)})
 
     def respond_rejected(self, router: respx.MockRouter, reason: Reason) -> None:
+        if reason is Reason.MEDIA_INVALID:
+            self.uploads(router)  # store.py refuses the post naming an upload it failed to process
         status, detail = REFUSAL_DETAILS[reason]
         self.posts(router).respond(status, json={"error": reason.value, "detail": detail})
 
