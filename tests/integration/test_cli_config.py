@@ -174,7 +174,11 @@ def test_an_empty_database_is_told_to_run_init_and_init_makes_it_ready(herald: S
     assert refusal(herald_cmd("channel", "list", HERALD_DATABASE_URL=url)) == (
         f"the database {url} has no herald tables yet: run `herald init`"
     )
-    assert ok(herald_cmd("init", HERALD_DATABASE_URL=url)).strip() == f"database ready: {url}"
+    key = Path(herald.home) / "secret.key"
+    assert ok(herald_cmd("init", HERALD_DATABASE_URL=url)).split() == [
+        *f"database ready: {url}".split(),
+        *f"channel settings sealed with the key in {key} (back it up)".split(),
+    ]
     assert ok(herald_cmd("channel", "list", "--json", HERALD_DATABASE_URL=url)).strip() == "[]"
 
 

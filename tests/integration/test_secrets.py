@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,10 @@ def database_bytes(herald: Settings) -> bytes:
     """Every byte the database keeps: the SQLite files, or PostgreSQL's rows as text."""
     if herald.database_url.startswith("sqlite"):
         path = Path(herald.database_url.removeprefix("sqlite:///"))
-        return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+        # Read by another process: closing a descriptor of the database file in this one
+        # would drop every POSIX lock SQLite holds on it here (sqlite.org/howtocorrupt.html).
+        files = [str(p) for p in path.parent.glob(path.name + "*")]
+        return subprocess.run(["cat", *files], capture_output=True, check=True).stdout
     with db.engine().connect() as conn:
         tables = [t for t in sa.inspect(conn).get_table_names()]
         return "".join(
