@@ -128,6 +128,8 @@ def herald_run(tmp_path: Path) -> Iterator[Running]:
         log.close()
 
 
+# herald run, its demo, then every block with the sleeps it says: longer than one test's default.
+@pytest.mark.timeout(360)
 def test_the_readme_using_it_script_runs_in_order_and_does_what_it_says(herald_run: Running) -> None:
     blocks = using_it_blocks()
     assert len(blocks) >= 4

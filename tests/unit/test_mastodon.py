@@ -613,6 +613,8 @@ def test_an_instance_with_its_own_limits_is_read_as_it_says(mastodon: respx.Mock
         max_image_bytes=10485760,
         max_video_bytes=41943040,
         max_video_seconds=None,
+        max_videos=1,
+        video_alone=True,
         alt_text=True,
         max_alt_chars=1500,
     )

@@ -127,9 +127,9 @@ def test_an_unknown_adapter_name_is_reported_once_naming_the_loaded_ones(
     assert listed["sandbox-none"] is True and listed["sandbox-native"] is False
     (record,) = [r for r in caplog.records if "names no adapter" in r.getMessage()]
     assert record.getMessage() == (
-        f"{toml}: [adapters.sandbox-nativ] names no adapter herald has loaded (loaded: discord, discord-webhook, "
-        "sandbox-native, sandbox-none, sandbox-readback, telegram, webhook); did you mean [adapters.sandbox-native]? "
-        "fix the name, or install the plugin that provides it"
+        f"{toml}: [adapters.sandbox-nativ] names no adapter herald has loaded (loaded: bluesky, discord, "
+        "discord-webhook, mastodon, sandbox-native, sandbox-none, sandbox-readback, telegram, webhook); did you mean "
+        "[adapters.sandbox-native]? fix the name, or install the plugin that provides it"
     )
 
 
