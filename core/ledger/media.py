@@ -24,7 +24,7 @@ from core.ledger.results import fenced
 from core.plugins.adapter import MediaFile, Uploaded
 from core.store import db
 from core.store.blobs import Blobs
-from core.store.models import Media, MediaUpload
+from core.store.models import Attempt, Media, MediaUpload
 
 
 @dataclass(frozen=True)
@@ -144,3 +144,24 @@ def upload_ready(claim: Claim, delivery_id: int, part_idx: int, position: int, n
 
 def _at(delivery_id: int, part_idx: int, position: int) -> tuple[ColumnElement[Any], ...]:
     return (MediaUpload.delivery_id == delivery_id, MediaUpload.part_idx == part_idx, MediaUpload.position == position)
+
+
+def never_posted(claim: Claim, delivery_id: int, part_idx: int, now: datetime, lease: float) -> None:
+    """Say in the attempts log that this attempt sends a part afresh: it was ``sending`` (so
+    the claim opened a ``recover``), but its uploads were not all done, so no post of it can
+    have reached the platform (a part is posted only once they are).
+
+    Raises:
+        FencedOut: a newer claim holds the post; nothing is written.
+    """
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        conn.execute(
+            update(Attempt)
+            .where(
+                Attempt.delivery_id == delivery_id,
+                Attempt.part_idx == part_idx,
+                Attempt.fence == claim.fence,
+                Attempt.action == "recover",
+            )
+            .values(action="send")
+        )

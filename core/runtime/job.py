@@ -56,7 +56,7 @@ from core.ledger import (
     release,
     renew_lease,
 )
-from core.ledger.media import part_uploads
+from core.ledger.media import never_posted, part_uploads
 from core.plugins import manager as plugins
 from core.plugins.adapter import Adapter, PublishContext, Published
 from core.plugins.transport import http_client
@@ -230,7 +230,9 @@ class _DeliveryRun:
                 return self._stop(idx, DeliveryStatus.FAILED, Reason.THREAD_PARENT_MISSING, str(exc), in_doubt)
             uploads = part_uploads(plan.delivery_id, part.idx) if part.media and adapter.uploads_first else {}
             if in_doubt and not uploads_done(adapter, part, uploads):
-                in_doubt = False  # a part is posted only once its uploads are: this one never was
+                # A part is posted only once its uploads are: this one never was.
+                never_posted(self.claim, plan.delivery_id, part.idx, clock().now(), self.cfg.lease_seconds)
+                in_doubt = False
             started = clock().now()
             try:
                 if part.media:

@@ -209,3 +209,5 @@ def test_a_worker_killed_between_the_upload_and_the_post_uploads_nothing_twice_a
     kept = uploads(platform)
     assert len(kept) == 2
     assert [m["id"] for m in copy["media"]] == [m["id"] for m in kept]
+    # The attempts log says so: the re-drive sent the part, it did not resend one in doubt.
+    assert [a["action"] for a in post_json(post_id)["attempts"]] == ["send", "send"]
