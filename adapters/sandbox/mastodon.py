@@ -1,6 +1,8 @@
 """The sandbox speaking Mastodon's REST API, under ``/mastodon``.
 
-A Mastodon channel's ``base_url`` is ``http://127.0.0.1:PORT/mastodon``. The shapes come
+A Mastodon channel's ``base_url`` is ``http://127.0.0.1:PORT/mastodon``, or the sandbox's
+address alone, as the API answers at the root too (``/api/v1``, ``/api/v2``), where an
+instance serves it and where the Mastodon adapter's check of ``base_url`` wants it. The shapes come
 from the official docs (github.com/mastodon/documentation, ``content/en/``) and, where
 they are silent, from Mastodon's own code; each route names its page:
 

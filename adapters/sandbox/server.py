@@ -3,8 +3,9 @@
 It speaks several APIs, each under its own path prefix: its own, one prefix per dedupe
 strategy (``/api/native``, ``/api/readback``, ``/api/none``: ``api.py``), and two real
 platforms' as their official docs describe them, so the real adapters run end to end
-against it – Mastodon's REST API under ``/mastodon`` (``mastodon.py``) and Bluesky's
-XRPC under ``/bluesky`` (``bluesky.py``). All of them keep their posts and uploads in one
+against it – Mastodon's REST API under ``/mastodon`` (``mastodon.py``; also at the root,
+``/api/v1`` and ``/api/v2``, where an instance has it) and Bluesky's XRPC under
+``/bluesky`` (``bluesky.py``). All of them keep their posts and uploads in one
 store (``store.py``, ``media.py``) and suffer the same faults (``faults.py``), answered
 the same way (``exchange.py``). People see every post in an HTML feed at ``/``, with its
 images and videos (served at ``/media/{id}``: ``feed.py``); tests use the admin API under
@@ -145,6 +146,10 @@ class PlatformRequestHandler(BaseHTTPRequestHandler):
         # Segments are unquoted one by one, so an id holding a slash (a Bluesky post's
         # at:// URI, in the feed's /p/ links) stays one segment.
         parts = [unquote(part) for part in split.path.split("/") if part]
+        if parts[:1] == ["api"] and parts[1:2] in (["v1"], ["v2"]):
+            # Mastodon's API at the root too, where an instance serves it: a Mastodon
+            # channel's base_url may be the sandbox's own address, with no path.
+            parts = ["mastodon", *parts]
         query = {name: values[-1] for name, values in parse_qs(split.query).items()}
         exchange = Exchange(self, method, parts, query, self._read_body())
         try:

@@ -5,8 +5,10 @@ end to end against it; its posts are counted by the oracle like any post."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,12 @@ import httpx
 import pytest
 from PIL import Image
 
+from adapters.bluesky import Bluesky
 from adapters.sandbox.server import SandboxServer
+from core.plugins import Attachment, PublishContext, UploadContext, VerifyContext
+from core.plugins.adapter import MediaFile
+from core.plugins.channel_settings import check_settings
+from tests.integration.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -590,3 +597,74 @@ def test_a_restart_keeps_posts_blobs_and_sessions(tmp_path: Path) -> None:
     assert found.json()["cid"] == created["cid"]
     assert (same.status_code, same.json()["cid"]) == (200, created["cid"])  # the session, and the no-op, outlived it
     assert copy["media"][0]["id"] == blob["ref"]["$link"]
+
+
+# -- the Bluesky adapter, end to end ----------------------------------------------------------
+
+
+def media_file(data: bytes = PNG, mime: str = "image/png", alt: str | None = "a red square") -> MediaFile:
+    return MediaFile(
+        digest=hashlib.sha256(data).hexdigest(),
+        mime=mime,
+        size=len(data),
+        filename="square.png",
+        alt=alt,
+        width=4,
+        height=4,
+        duration=None,
+        read=lambda: data,
+    )
+
+
+def adapter_settings(server: SandboxServer) -> dict[str, str]:
+    return {"handle": HANDLE, "app_password": "abcd-efgh-ijkl-mnop", "service": f"{server.url}/bluesky"}
+
+
+def test_the_bluesky_adapter_posts_a_thread_with_an_image_and_facets_once_per_key(server: SandboxServer) -> None:
+    adapter, settings = Bluesky(), adapter_settings(server)
+    text = "héllo 👍🏽 #tag https://example.com"
+    with httpx.Client(timeout=5.0) as http:
+        http.delete(f"{server.url}/sandbox/posts").raise_for_status()
+        assert check_settings(Bluesky, settings) is None
+        who = adapter.verify(VerifyContext(settings, http))
+        uploaded = adapter.upload(UploadContext(settings, http, media_file(), key="k" * 25))
+        image = (Attachment(uploaded.platform_id, "a red square", "image/png"),)
+        first = adapter.publish(PublishContext(settings, http, key="a" * 25, text=text, media=image))
+        resent = adapter.publish(PublishContext(settings, http, key="a" * 25, text=text, media=image))
+        changed = adapter.publish(PublishContext(settings, http, key="a" * 25, text="an edit herald never makes"))
+        reply = adapter.publish(
+            PublishContext(
+                settings, http, key="b" * 25, text="part two", reply_to=first.platform_id, root=first.platform_id
+            )
+        )
+        found = adapter.find(PublishContext(settings, http, key="a" * 25, text=text))
+        posts = http.get(f"{server.url}/sandbox/posts").json()["posts"]
+
+    assert HANDLE in who
+    uri = first.platform_id.split("|")[0]
+    # A resend finds the post: the very record again is a no-op, another one an InvalidSwap.
+    assert resent.platform_id.split("|")[0] == changed.platform_id.split("|")[0] == uri
+    assert found is not None and found.platform_id.split("|")[0] == uri
+    assert [(p["id"], p["text"], p["reply_to"], p["overwrites"]) for p in posts] == [
+        (uri, text, None, 0),
+        (reply.platform_id.split("|")[0], "part two", uri, 0),
+    ]
+    assert [m["alt"] for m in posts[0]["media"]] == ["a red square"]
+    assert {feature["$type"] for facet in posts[0]["record"]["facets"] for feature in facet["features"]} == {
+        "app.bsky.richtext.facet#tag",
+        "app.bsky.richtext.facet#link",
+    }
+
+
+def test_the_bluesky_adapter_refreshes_an_expired_session_and_goes_on(server: SandboxServer) -> None:
+    adapter, settings = Bluesky(), adapter_settings(server)
+    with httpx.Client(timeout=5.0) as http:
+        http.delete(f"{server.url}/sandbox/posts").raise_for_status()
+        http.put(f"{server.url}/sandbox/faults", json={"bluesky_access_ttl": 1.0}).raise_for_status()
+        started = time.time()
+        adapter.publish(PublishContext(settings, http, key="a" * 25, text="before"))
+        wait_until(lambda: time.time() > started + 1.1, timeout=5)  # the access token's second is over
+        adapter.publish(PublishContext(settings, http, key="b" * 25, text="after, refreshed"))
+        posts = http.get(f"{server.url}/sandbox/posts").json()["posts"]
+
+    assert [post["text"] for post in posts] == ["before", "after, refreshed"]

@@ -4,6 +4,7 @@ adapter runs end to end against it; its statuses are counted by the oracle like 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import threading
 import time
@@ -16,7 +17,19 @@ import httpx
 import pytest
 from PIL import Image
 
+from adapters.mastodon import Mastodon
 from adapters.sandbox.server import SandboxServer
+from core.plugins import (
+    Attachment,
+    AuthExpired,
+    MediaNotReady,
+    PublishContext,
+    RateLimited,
+    UploadContext,
+    VerifyContext,
+)
+from core.plugins.adapter import MediaFile
+from core.plugins.channel_settings import check_settings
 from tests.integration.conftest import wait_until
 
 pytestmark = pytest.mark.integration
@@ -513,3 +526,71 @@ def test_a_restart_keeps_statuses_ids_media_and_remembered_keys(tmp_path: Path) 
     assert listed[0]["media_attachments"][0]["description"] == "a red square"
     assert repeat["id"] == posted["id"]  # the key outlived the restart
     assert int(new["id"]) > int(posted["id"])
+
+
+# -- the Mastodon adapter, end to end ---------------------------------------------------------
+
+
+def media_file(data: bytes = PNG, mime: str = "image/png", alt: str | None = "a red square") -> MediaFile:
+    return MediaFile(
+        digest=hashlib.sha256(data).hexdigest(),
+        mime=mime,
+        size=len(data),
+        filename="square.png",
+        alt=alt,
+        width=4,
+        height=4,
+        duration=None,
+        read=lambda: data,
+    )
+
+
+def test_the_mastodon_adapter_posts_a_thread_with_an_image_once_per_key(server: SandboxServer) -> None:
+    adapter = Mastodon()
+    settings = {"base_url": server.url, "token": "abcd-1234-efgh"}  # the root: no path, as the adapter asks
+    with httpx.Client(timeout=5.0) as http:
+        http.delete(f"{server.url}/sandbox/posts").raise_for_status()
+        assert check_settings(Mastodon, settings) is None
+        who = adapter.verify(VerifyContext(settings, http))
+        limits = adapter.channel_limits(VerifyContext(settings, http))
+        uploaded = adapter.upload(UploadContext(settings, http, media_file(), key="k" * 25))
+        image = (Attachment(uploaded.platform_id, "a red square", "image/png"),)
+        first = adapter.publish(PublishContext(settings, http, key="a" * 25, text="part one", media=image))
+        resent = adapter.publish(PublishContext(settings, http, key="a" * 25, text="part one", media=image))
+        reply = adapter.publish(
+            PublishContext(settings, http, key="b" * 25, text="part two", reply_to=first.platform_id, part_index=1)
+        )
+        posts = http.get(f"{server.url}/sandbox/posts").json()["posts"]
+
+    assert who.startswith("@herald_")
+    assert limits is not None and (limits.max_chars, limits.max_media, limits.max_image_bytes) == (500, 4, 16_777_216)
+    assert uploaded.ready
+    assert resent == first  # the Idempotency-Key: the first status again
+    assert [(p["id"], p["strategy"], p["text"], p["reply_to"]) for p in posts] == [
+        (first.platform_id, "mastodon", "part one", None),
+        (reply.platform_id, "mastodon", "part two", first.platform_id),
+    ]
+    assert posts[0]["media"] == [{"id": uploaded.platform_id, "alt": "a red square", "mime": "image/png"}]
+
+
+def test_the_mastodon_adapter_waits_for_processing_and_reads_the_rate_limit(server: SandboxServer) -> None:
+    adapter = Mastodon()
+    settings = {"base_url": server.url, "token": "abcd-1234-efgh"}
+    with httpx.Client(timeout=5.0) as http:
+        http.delete(f"{server.url}/sandbox/posts").raise_for_status()
+        http.put(f"{server.url}/sandbox/faults", json={"media_processing_seconds": 30}).raise_for_status()
+        uploaded = adapter.upload(UploadContext(settings, http, media_file(), key="k" * 25))
+        ready = adapter.media_ready(UploadContext(settings, http, media_file(), key="k" * 25), uploaded.platform_id)
+        image = (Attachment(uploaded.platform_id, "a red square", "image/png"),)
+        with pytest.raises(MediaNotReady):
+            adapter.publish(PublishContext(settings, http, key="a" * 25, text="too soon", media=image))
+        http.put(f"{server.url}/sandbox/faults", json={"rate_limit": 1.0, "retry_after": 20}).raise_for_status()
+        with pytest.raises(RateLimited) as limited:
+            adapter.publish(PublishContext(settings, http, key="a" * 25, text="limited"))
+        http.put(f"{server.url}/sandbox/tokens/abcd-1234-efgh", json={"state": "revoked"}).raise_for_status()
+        http.put(f"{server.url}/sandbox/faults", json={}).raise_for_status()
+        with pytest.raises(AuthExpired):
+            adapter.publish(PublishContext(settings, http, key="a" * 25, text="revoked"))
+
+    assert (uploaded.ready, ready) == (False, False)
+    assert limited.value.retry_after is not None and 18 <= limited.value.retry_after <= 21
