@@ -1,17 +1,22 @@
 """The sandbox platform's fault injection: what may go wrong, and when it does.
 
 A :class:`FaultConfig` is what ``PUT /sandbox/faults`` sets; a :class:`FaultPlan` holds
-the config with its seeded RNG and decides, once per ``POST /api/*/posts`` and once per
-upload (``POST /api/*/media``), which fault (if any) that request gets and whether an
-upload's processing will fail. Every decision draws the same number of random values,
-posts and uploads alike, so a run with a given ``seed`` replays exactly, whatever the
-outcome of each draw.
+the config with its seeded RNG and decides, once per new post and once per upload, which
+fault (if any) that request gets and whether an upload's processing will fail: the
+sandbox's own ``POST /api/*/posts`` and ``POST /api/*/media``, Mastodon's
+``POST /api/v1/statuses`` and ``POST /api/v2/media`` and Bluesky's ``createRecord``,
+``putRecord`` and ``uploadBlob`` alike (``mastodon.py``, ``bluesky.py``). Every decision
+draws the same number of random values, posts and uploads alike, so a run with a given
+``seed`` replays exactly, whatever the outcome of each draw.
 
-``strategies`` and ``targets`` say which POSTs the faults apply to (``targets``: posts,
-uploads, or both). ``after`` and ``times`` then aim them at the n-th of those:
-``after=2, times=1`` lets the first two matching POSTs through untouched and gives the
-third one the faults – part 3 of a thread, say. Latency, forgotten keys, search lag and
-media processing time are not counted: they apply throughout (to the listed strategies).
+``strategies`` and ``targets`` say which POSTs the faults apply to (``strategies``: the
+APIs, the sandbox's three and its two personalities; ``targets``: posts, uploads, or
+both). ``after`` and ``times`` then aim them at the n-th of those: ``after=2, times=1``
+lets the first two matching POSTs through untouched and gives the third one the faults –
+part 3 of a thread, say. Latency, forgotten keys, search lag, media processing time and
+Mastodon's key window are not counted: they apply throughout (to the listed strategies).
+``bluesky_access_ttl`` is no fault but the platform's own setting, and applies whatever
+``strategies`` says.
 """
 
 from __future__ import annotations
@@ -25,8 +30,13 @@ from typing import Any
 
 from core.domain.errors import UserError
 
-#: The path prefixes of the platform API, one per dedupe strategy.
+#: The path prefixes of the sandbox's own platform API (``/api/<strategy>``), one per dedupe strategy.
 STRATEGIES = ("native", "readback", "none")
+#: The real platforms whose APIs the sandbox also speaks, each under its own prefix
+#: (``/mastodon``, ``/bluesky``); their posts carry the personality as their ``strategy``.
+PERSONALITIES = ("mastodon", "bluesky")
+#: Every API the sandbox answers: what a stored post's ``strategy`` and the faults' ``strategies`` name.
+APIS = (*STRATEGIES, *PERSONALITIES)
 #: The POSTs faults can aim at: new posts (``/api/*/posts``) and uploads (``/api/*/media``).
 TARGETS = ("posts", "media")
 
@@ -91,7 +101,15 @@ class FaultConfig:
     media_processing_seconds: float = 0.0
     #: The chance that an upload's processing ends ``failed``, drawn once at upload.
     media_processing_fails: float = 0.0
-    strategies: tuple[str, ...] = STRATEGIES
+    #: Seconds from creating a Mastodon status to remembering its ``Idempotency-Key``:
+    #: Mastodon checks the key, creates and distributes the status, and only then stores
+    #: the key, so a second request with the key meanwhile finds none and posts again.
+    mastodon_status_seconds: float = 0.0
+    #: Seconds a Bluesky access token lives (the PDS's own: 120 minutes); after that
+    #: every call made with it answers 400 ``ExpiredToken`` until the client refreshes.
+    bluesky_access_ttl: float = 7200.0
+    #: The APIs the faults apply to: any of :data:`APIS`.
+    strategies: tuple[str, ...] = APIS
     #: Which POSTs get the faults: ``posts``, ``media`` (uploads), or both.
     targets: tuple[str, ...] = TARGETS
     #: How many matching POSTs pass untouched before the faults apply.
@@ -123,7 +141,7 @@ class FaultConfig:
         for name in (*(f.value for f in FAULT_ORDER), "media_processing_fails"):
             if name in body:
                 values[name] = _probability(name, body[name])
-        for name in ("hold_seconds", "trickle_interval", "latency", "search_lag", "media_processing_seconds"):
+        for name in _DURATIONS:
             if name in body:
                 values[name] = _seconds(name, body[name])
         if body.get("forget_keys_after") is not None:
@@ -139,10 +157,22 @@ class FaultConfig:
                 raise FaultError(f"seed must be an integer, got {body['seed']!r}")
             values["seed"] = body["seed"]
         if body.get("strategies") is not None:
-            values["strategies"] = _names("strategies", body["strategies"], STRATEGIES)
+            values["strategies"] = _names("strategies", body["strategies"], APIS)
         if body.get("targets") is not None:
             values["targets"] = _names("targets", body["targets"], TARGETS)
         return cls(**values)
+
+
+#: The fields that are durations in seconds.
+_DURATIONS = (
+    "hold_seconds",
+    "trickle_interval",
+    "latency",
+    "search_lag",
+    "media_processing_seconds",
+    "mastodon_status_seconds",
+    "bluesky_access_ttl",
+)
 
 
 def _is_int(value: object) -> bool:

@@ -25,7 +25,7 @@ img,video{{display:block;max-width:100%;max-height:24rem;height:auto;margin:.3re
 
 
 def _media_html(medium: PostMedia) -> str:
-    src = html.escape(f"/media/{quote(medium.id)}")
+    src = html.escape(f"/media/{quote(medium.id, safe='')}")
     if is_video(medium.mime):
         label = f' aria-label="{html.escape(medium.alt)}"' if medium.alt else ""
         return f'<video controls src="{src}"{label}></video>'
@@ -35,7 +35,7 @@ def _media_html(medium: PostMedia) -> str:
 
 def _post_html(post: StoredPost) -> str:
     def link(post_id: str) -> str:
-        return f'<a href="/p/{html.escape(quote(post_id))}">{html.escape(post_id)}</a>'
+        return f'<a href="/p/{html.escape(quote(post_id, safe=""))}">{html.escape(post_id)}</a>'
 
     reply = f" · reply to {link(post.reply_to)}" if post.reply_to else ""
     media = "".join(_media_html(medium) for medium in post.media)

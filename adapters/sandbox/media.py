@@ -32,6 +32,19 @@ MAX_ALT_CHARS = 1500
 MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4")
 
 
+@dataclass(frozen=True)
+class UploadLimits:
+    """Which files a platform takes: their types and sizes."""
+
+    types: tuple[str, ...]
+    max_image_bytes: int
+    max_video_bytes: int
+
+
+#: The sandbox's own API's limits.
+SANDBOX_LIMITS = UploadLimits(MEDIA_TYPES, MAX_IMAGE_BYTES, MAX_VIDEO_BYTES)
+
+
 class MediaState(StrEnum):
     """Where an upload's processing is."""
 
@@ -52,16 +65,22 @@ def media_url(base_url: str, media_id: str) -> str:
     return f"{base_url}/media/{media_id}"
 
 
-def upload_problem(data: bytes, mime: str) -> str | None:
+def sniffed_type(data: bytes) -> str | None:
+    """The MIME type ``data`` starts like, as a platform sniffs it; None when unknown."""
+    kind = filetype.guess(data)
+    return str(kind.mime) if kind is not None else None
+
+
+def upload_problem(data: bytes, mime: str, limits: UploadLimits = SANDBOX_LIMITS) -> str | None:
     """Why the platform refuses an upload of ``data`` sent as ``mime``; None when it takes it."""
     if not data:
         return "the file is empty"
-    if mime not in MEDIA_TYPES:
-        return f"Content-Type {mime or '(none)'!r} is not one the platform takes: {', '.join(MEDIA_TYPES)}"
-    kind = filetype.guess(data)
-    if kind is None or kind.mime != mime:
-        return f"the file's bytes are not a {mime} file's ({kind.mime if kind else 'unknown type'})"
-    kind, limit = ("a video", MAX_VIDEO_BYTES) if is_video(mime) else ("an image", MAX_IMAGE_BYTES)
+    if mime not in limits.types:
+        return f"Content-Type {mime or '(none)'!r} is not one the platform takes: {', '.join(limits.types)}"
+    sniffed = sniffed_type(data)
+    if sniffed != mime:
+        return f"the file's bytes are not a {mime} file's ({sniffed or 'unknown type'})"
+    kind, limit = ("a video", limits.max_video_bytes) if is_video(mime) else ("an image", limits.max_image_bytes)
     if len(data) > limit:
         return f"the file is {len(data)} bytes; {kind} may have at most {limit} ({limit // MB} MiB)"
     return None
@@ -85,6 +104,8 @@ class StoredMedia:
     fails: bool
     #: ``time.monotonic()`` when it was stored: processing counts from here.
     accepted_at: float = 0.0
+    #: Mastodon: the alt text given with the upload (its ``description``).
+    description: str | None = None
 
     def state(self, now: float | None = None) -> MediaState:
         """Its state at monotonic time ``now`` (default: now)."""
@@ -112,14 +133,18 @@ class StoredMedia:
 
     def record(self) -> dict[str, Any]:
         """What the state file keeps: enough to know its state after a restart."""
-        return {name: getattr(self, name) for name in _RECORDED}
+        data = {name: getattr(self, name) for name in _RECORDED}
+        if self.description is not None:
+            data["description"] = self.description
+        return data
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> StoredMedia:
         """An upload written by :meth:`record`; its processing counts from its creation."""
         created = datetime.fromisoformat(data["created_at"])
         accepted_at = time.monotonic() - max(0.0, (datetime.now(UTC) - created).total_seconds())
-        return cls(**{name: data[name] for name in _RECORDED}, accepted_at=accepted_at)
+        fields = {name: data[name] for name in _RECORDED}
+        return cls(**fields, accepted_at=accepted_at, description=data.get("description"))
 
 
 _RECORDED = (

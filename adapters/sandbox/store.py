@@ -2,22 +2,30 @@
 
 Everything lives in memory behind one lock; the validation a real platform does on a new
 post (text length, thread parent, its media, idempotency replay) happens under that lock,
-so two requests with the same key can never both create a post. Given a state file, every
-change is also written to it (``journal.py``) and read back at start, so a restarted
-platform still has its posts, its uploads, their ids and the keys it remembers.
+so two requests with the same key can never both create a post on the sandbox's own
+native API. The personalities (``mastodon.py``, ``bluesky.py``) check and write under the
+same lock through :meth:`PlatformStore.writing`; Mastodon's keys are remembered apart
+(:meth:`PlatformStore.remember_key`), after the status exists, as Mastodon does.
+
+Given a state file, every change is also written to it (``journal.py``) and read back at
+start, so a restarted platform still has its posts, its uploads, their ids and the keys
+it remembers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.sandbox.faults import STRATEGIES
+from adapters.sandbox.faults import APIS
 from adapters.sandbox.journal import Journal
 from adapters.sandbox.media import (
     MAX_ALT_CHARS,
@@ -34,15 +42,27 @@ MAX_CHARS = 500
 TOKEN_STATES = ("ok", "revoked", "forbidden")
 #: The id counter of uploads (``media-N``), kept with the strategies' post counters.
 MEDIA_COUNTER = "media"
+#: Where a remembered idempotency key applies: (strategy, account, key). The sandbox's own
+#: native keys are global (account ``""``); Mastodon's are per account (the token).
+KeyScope = tuple[str, str, str]
 
 
 class Refusal(HeraldError):
-    """A platform answer other than success: an HTTP status and a JSON error body."""
+    """A platform answer other than success: an HTTP status and a JSON error body.
 
-    def __init__(self, status: int, error: str, detail: str = "") -> None:
+    The body is the sandbox's own (``{"error", "detail"}``) unless ``body`` gives the one a
+    personality words its errors in (Mastodon's ``{"error"}``, XRPC's ``{"error", "message"}``).
+    """
+
+    def __init__(self, status: int, error: str, detail: str = "", *, body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{status} {error}: {detail}")
         self.status = status
-        self.body = {"error": error, "detail": detail} if detail else {"error": error}
+        self.body = body if body is not None else {"error": error, "detail": detail} if detail else {"error": error}
+
+
+def canonical_json(value: Any) -> str:
+    """A JSON value spelled one way (keys sorted, no spaces, UTF-8): equal data, equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -62,9 +82,18 @@ class StoredPost:
     accepted_at: float = 0.0
     #: The uploads it carries, in order.
     media: tuple[PostMedia, ...] = ()
+    #: Mastodon: the status's visibility (public, unlisted, private, direct).
+    visibility: str | None = None
+    #: Bluesky: the record as stored (:func:`canonical_json`) and its CID.
+    record: str | None = None
+    cid: str | None = None
+    #: Bluesky: how many times ``putRecord`` replaced the record with a different one.
+    #: herald never changes a published post, so anything but 0 is a bug tests should see.
+    overwrites: int = 0
 
     def admin_json(self) -> dict[str, Any]:
-        return {
+        """What the oracle lists (and the state file keeps); a personality's own fields only when set."""
+        data: dict[str, Any] = {
             "id": self.id,
             "strategy": self.strategy,
             "key": self.key,
@@ -76,6 +105,13 @@ class StoredPost:
             "created_at": self.created_at,
             "media": [medium.admin_json() for medium in self.media],
         }
+        if self.visibility is not None:
+            data["visibility"] = self.visibility
+        if self.record is not None:
+            data["record"] = json.loads(self.record)
+            data["cid"] = self.cid
+            data["overwrites"] = self.overwrites
+        return data
 
     @classmethod
     def from_admin_json(cls, data: dict[str, Any]) -> StoredPost:
@@ -83,7 +119,16 @@ class StoredPost:
         created = datetime.fromisoformat(data["created_at"])
         accepted_at = time.monotonic() - max(0.0, (datetime.now(UTC) - created).total_seconds())
         media = tuple(PostMedia(**medium) for medium in data.get("media", ()))
-        return cls(**{name: data[name] for name in _STORED}, accepted_at=accepted_at, media=media)
+        record = canonical_json(data["record"]) if data.get("record") is not None else None
+        return cls(
+            **{name: data[name] for name in _STORED},
+            accepted_at=accepted_at,
+            media=media,
+            visibility=data.get("visibility"),
+            record=record,
+            cid=data.get("cid"),
+            overwrites=int(data.get("overwrites", 0)),
+        )
 
     def public_json(self, base_url: str) -> dict[str, Any]:
         return {
@@ -137,11 +182,11 @@ class PlatformStore:
         self._media: dict[str, StoredMedia] = {}
         #: upload id → its bytes (a state file keeps them in files too, for a restart)
         self._files: dict[str, bytes] = {}
-        #: native Idempotency-Key → (post id, monotonic time it was first seen)
-        self._keys: dict[str, tuple[str, float]] = {}
+        #: a remembered idempotency key → (post id, monotonic time it was remembered)
+        self._keys: dict[KeyScope, tuple[str, float]] = {}
         self._tokens: dict[str, str] = {}
         # Ids are never reused, not even after a reset: a real platform never reuses them.
-        self._counters = dict.fromkeys((*STRATEGIES, MEDIA_COUNTER), 0)
+        self._counters = dict.fromkeys((*APIS, MEDIA_COUNTER), 0)
         self._journal = Journal(state) if state is not None else None
         if self._journal is not None:
             try:
@@ -170,6 +215,12 @@ class PlatformStore:
             self._count(MEDIA_COUNTER, media.id)  # its id stays given, even when its file is gone
             if data is not None:
                 self._remember_media(media, data)
+        elif "key" in record:
+            entry = record["key"]
+            remembered = datetime.fromisoformat(entry["at"])
+            ago = max(0.0, (datetime.now(UTC) - remembered).total_seconds())
+            scope = (str(entry["scope"][0]), str(entry["scope"][1]), str(entry["scope"][2]))
+            self._keys[scope] = (entry["post"], time.monotonic() - ago)
         elif "token" in record:
             self._set_token(record["token"], record["state"])
         elif "reset" in record:
@@ -178,9 +229,12 @@ class PlatformStore:
                 self._counters[strategy] = max(self._counters.get(strategy, 0), int(count))
 
     def _remember(self, post: StoredPost) -> None:
+        # A post stored again under its id (Bluesky's putRecord) keeps its place in the order.
         self._posts[post.id] = post
-        if post.idempotency_key is not None:
-            self._keys[post.idempotency_key] = (post.id, post.accepted_at)
+        if post.strategy == "native" and post.idempotency_key is not None:
+            # The sandbox's native key is stored with its post, atomically; Mastodon's is not
+            # (remember_key), so it is replayed from its own record.
+            self._keys[("native", "", post.idempotency_key)] = (post.id, post.accepted_at)
         self._count(post.strategy, post.id)
 
     def _remember_media(self, media: StoredMedia, data: bytes) -> None:
@@ -197,6 +251,22 @@ class PlatformStore:
     def _write(self, record: dict[str, Any]) -> None:
         if self._journal is not None:
             self._journal.append(record)
+
+    def _add_post(self, post: StoredPost) -> None:
+        """Keep a new post (or a post stored again under its id); the caller holds the lock."""
+        self._write({"post": post.admin_json()})
+        self._remember(post)
+
+    def _add_media(self, media: StoredMedia, data: bytes) -> None:
+        """Keep a new upload and its bytes; the caller holds the lock."""
+        if self._journal is not None:
+            self._journal.write_media(media.id, data)  # before the record that names it
+        self._write({"media": media.record()})
+        self._remember_media(media, data)
+
+    def _carried(self, media_id: str) -> bool:
+        """Whether a stored post carries the upload already; the caller holds the lock."""
+        return any(medium.id == media_id for post in self._posts.values() for medium in post.media)
 
     def _clear(self) -> None:
         self._posts.clear()
@@ -222,12 +292,16 @@ class PlatformStore:
         else:
             self._tokens[token] = state
 
+    def token_state(self, token: str) -> str:
+        """One of :data:`TOKEN_STATES`: a token never set is ``ok``."""
+        with self._lock:
+            return self._tokens.get(token, "ok")
+
     def check_token(self, token: str) -> None:
         """Raises: Refusal: the token is missing, revoked or forbidden."""
         if not token:
             raise Refusal(401, "auth_missing", "send the header 'Authorization: Bearer <token>'")
-        with self._lock:
-            state = self._tokens.get(token, "ok")
+        state = self.token_state(token)
         if state == "revoked":
             raise Refusal(401, "auth_expired", "the token was revoked")
         if state == "forbidden":
@@ -261,10 +335,11 @@ class PlatformStore:
                 raise Refusal(422, "content_rejected", f"{name} must be a string or null")
         attachments = _attachments(body.get("media"))
         dedupes = strategy == "native" and bool(idempotency_key)
+        scope = ("native", "", idempotency_key or "")
         with self._lock:
             now = time.monotonic()
-            if dedupes and idempotency_key in self._keys:
-                post_id, seen_at = self._keys[idempotency_key]
+            if dedupes and scope in self._keys:
+                post_id, seen_at = self._keys[scope]
                 forgotten = forget_after is not None and now - seen_at > forget_after
                 if not forgotten and post_id in self._posts:
                     return self._posts[post_id], False
@@ -286,8 +361,7 @@ class PlatformStore:
                 accepted_at=now,
                 media=media,
             )
-            self._write({"post": post.admin_json()})
-            self._remember(post)
+            self._add_post(post)
             return post, True
 
     def _attached(self, strategy: str, attachments: list[tuple[str, str | None]], now: float) -> tuple[PostMedia, ...]:
@@ -337,15 +411,17 @@ class PlatformStore:
                 fails=fails,
                 accepted_at=time.monotonic(),
             )
-            if self._journal is not None:
-                self._journal.write_media(media.id, data)  # before the record that names it
-            self._write({"media": media.record()})
-            self._remember_media(media, data)
+            self._add_media(media, data)
             return media
 
     def media(self, media_id: str) -> StoredMedia | None:
         with self._lock:
             return self._media.get(media_id)
+
+    def attached(self, media_id: str) -> bool:
+        """Whether a stored post carries the upload already."""
+        with self._lock:
+            return self._carried(media_id)
 
     def media_file(self, media_id: str) -> tuple[StoredMedia, bytes] | None:
         """An upload with its bytes, to serve them."""
@@ -374,7 +450,59 @@ class PlatformStore:
         with self._lock:
             return self._posts.get(post_id)
 
+    def keyed_post(self, scope: KeyScope, ttl: float) -> StoredPost | None:
+        """The post a key remembered less than ``ttl`` seconds ago names, if any."""
+        with self._lock:
+            found = self._keys.get(scope)
+            if found is None or time.monotonic() - found[1] > ttl:
+                return None
+            return self._posts.get(found[0])
+
+    def remember_key(self, scope: KeyScope, post_id: str) -> None:
+        """Remember a key for the post it created, from now (Mastodon: once the status exists)."""
+        with self._lock:
+            self._keys[scope] = (post_id, time.monotonic())
+            self._write({"key": {"scope": list(scope), "post": post_id, "at": datetime.now(UTC).isoformat()}})
+
+    @contextmanager
+    def writing(self) -> Iterator[StoreWriter]:
+        """The store under its lock: a personality's checks and writes, none interleaved with another's."""
+        with self._lock:
+            yield StoreWriter(self)
+
     def posts(self, strategy: str | None = None) -> list[StoredPost]:
         """Every accepted post in acceptance order (dicts keep insertion order)."""
         with self._lock:
             return [post for post in self._posts.values() if strategy in (None, post.strategy)]
+
+
+class StoreWriter:
+    """What a personality reads and writes while it holds the store's lock (:meth:`PlatformStore.writing`)."""
+
+    def __init__(self, store: PlatformStore) -> None:
+        self._store = store
+        #: ``time.monotonic()`` when the lock was taken: the instant the checks are made at.
+        self.now = time.monotonic()
+
+    def post(self, post_id: str) -> StoredPost | None:
+        return self._store._posts.get(post_id)
+
+    def media(self, media_id: str) -> StoredMedia | None:
+        return self._store._media.get(media_id)
+
+    def attached(self, media_id: str) -> bool:
+        """Whether a stored post carries the upload already."""
+        return self._store._carried(media_id)
+
+    def next_number(self, counter: str) -> int:
+        """The next number of ``counter`` (a strategy's, or :data:`MEDIA_COUNTER`); never given twice."""
+        self._store._counters[counter] = self._store._counters.get(counter, 0) + 1
+        return self._store._counters[counter]
+
+    def add(self, post: StoredPost) -> None:
+        """Store a post, or store one again under its id (it keeps its place in the order)."""
+        self._store._add_post(post)
+
+    def add_media(self, media: StoredMedia, data: bytes) -> None:
+        """Store an upload with its bytes."""
+        self._store._add_media(media, data)

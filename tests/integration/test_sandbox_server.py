@@ -416,7 +416,7 @@ def test_fault_config_is_returned_with_defaults_and_readable(client: httpx.Clien
     assert config["rate_limit"] == 0.5
     assert config["hold_seconds"] == 5.0
     assert config["retry_after"] == 1
-    assert config["strategies"] == ["native", "readback", "none"]
+    assert config["strategies"] == ["native", "readback", "none", "mastodon", "bluesky"]
     assert config["times"] is None
     assert config["after"] == 0
     assert client.get("/sandbox/faults").json() == config
@@ -430,7 +430,7 @@ def test_fault_config_is_returned_with_defaults_and_readable(client: httpx.Clien
         ({"times": "twice"}, "times"),
         ({"after": -1}, "after"),
         ({"after": 1.5}, "after"),
-        ({"strategies": ["mastodon"]}, "mastodon"),
+        ({"strategies": ["myspace"]}, "myspace"),
         ({"surprise": 1}, "surprise"),
         ([1, 2], "JSON object"),
     ],
