@@ -46,6 +46,7 @@ from core.plugins import (
     UploadContext,
     Uploaded,
     VerifyContext,
+    channel_settings,
     http_url,
 )
 
@@ -219,19 +220,7 @@ class Mastodon(Adapter):
 
 
 def _setting(settings: Mapping[str, str], name: str) -> str:
-    """A required setting's value, for a channel made before the adapter declared it.
-
-    Raises:
-        ConfigError: it is missing, naming how to set it.
-    """
-    value = (settings.get(name) or "").strip()
-    if not value:
-        example = next(s.example for s in Mastodon.settings or () if s.name == name)
-        raise ConfigError(
-            f"the mastodon channel has no {name} setting; give it with "
-            f"`herald channel reconnect NAME --set {name}={example}`"
-        )
-    return value
+    return channel_settings.required(Mastodon, settings, name)
 
 
 def _url(settings: Mapping[str, str], path: str) -> str:

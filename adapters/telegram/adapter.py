@@ -36,6 +36,7 @@ from core.plugins import (
     Setting,
     Strategy,
     VerifyContext,
+    channel_settings,
     http_url,
 )
 
@@ -166,19 +167,7 @@ class TelegramBot(Adapter):
 
 
 def _setting(settings: Mapping[str, str], name: str) -> str:
-    """A required setting's value, for a channel made before the adapter declared it.
-
-    Raises:
-        ConfigError: it is missing, naming how to set it.
-    """
-    value = (settings.get(name) or "").strip()
-    if not value:
-        example = next(s.example for s in TelegramBot.settings or () if s.name == name)
-        raise ConfigError(
-            f"the telegram channel has no {name} setting; set it with "
-            f"`herald channel reconnect CHANNEL --set {name}={example}`"
-        )
-    return value
+    return channel_settings.required(TelegramBot, settings, name)
 
 
 def _chat_value(target: str) -> int | str:

@@ -163,3 +163,19 @@ def _unknown(platform: str, name: str, known: Mapping[str, Setting]) -> str:
     close = difflib.get_close_matches(name, list(known), n=1)
     guess = f"did you mean {close[0]}? " if close else ""
     return f"{platform} has no channel setting {name!r}; {guess}its settings are {', '.join(known)}"
+
+
+def required(adapter: type[Adapter], settings: Mapping[str, str], name: str) -> str:
+    """A required setting's value, for a channel made before ``adapter`` declared it.
+
+    Raises:
+        ConfigError: it is missing, naming how to set it.
+    """
+    value = (settings.get(name) or "").strip()
+    if not value:
+        example = next((s.example for s in adapter.settings or () if s.name == name), None) or "..."
+        raise ConfigError(
+            f"the {adapter.name} channel has no {name} setting; give it with "
+            f"`herald channel reconnect CHANNEL --set {name}={example}`"
+        )
+    return value
