@@ -120,9 +120,9 @@ def app_password(value: str) -> str | None:
     """A check: ``value`` has the form of an app password, never the account's own password."""
     if APP_PASSWORD.match(value):
         return None
+    # The setting's own description, said after this, tells where app passwords are made.
     return (
-        f"is not an app password (four groups of four letters and digits: xxxx-xxxx-xxxx-xxxx): make one in "
-        f"{WHERE_APP_PASSWORDS_ARE}; herald never takes the account's own password"
+        "is not an app password (four groups of four letters and digits); herald never takes the account's own password"
     )
 
 

@@ -45,14 +45,16 @@ DOCUMENTED_TYPES = frozenset(
 #:
 #: Mastodon counts a status in grapheme clusters (mastodon/mastodon
 #: ``app/validators/status_length_validator.rb``: ``each_grapheme_cluster``), what people
-#: see as one character. It counts every URL as 23 characters
-#: (``characters_reserved_per_url``), which herald cannot: herald counts a URL as it is
-#: written, so a long link may be refused by herald that Mastodon would take, and a text
-#: with very short links may pass herald and be refused by Mastodon (``content_rejected``).
-#: The docs set no limit on a video's length. Edits are not sent by this adapter.
+#: see as one character, and every link as ``characters_reserved_per_url`` (23 on a stock
+#: instance: "All links count as 23 characters", content/en/user/posting.md), as herald
+#: does with ``url_chars``. A mention counts there as ``@name`` without its domain; herald
+#: counts the domain too, so it may refuse a text full of remote mentions that Mastodon
+#: would take, never the other way round. The docs set no limit on a video's length.
+#: Edits are not sent by this adapter.
 DEFAULT_LIMITS = Limits(
     max_chars=500,
     text_unit="graphemes",
+    url_chars=23,
     threads=True,
     edit=False,
     max_media=4,
@@ -79,6 +81,7 @@ def instance_limits(instance: Any) -> Limits:
     media = _hash(configuration.get("media_attachments"))
     found: dict[str, Any] = {
         "max_chars": _count(statuses.get("max_characters")),
+        "url_chars": _count(statuses.get("characters_reserved_per_url")),
         "max_media": _count(statuses.get("max_media_attachments")),
         "max_image_bytes": _count(media.get("image_size_limit")),
         "max_video_bytes": _count(media.get("video_size_limit")),

@@ -25,7 +25,17 @@ from core.runtime.queue import redis_url, stop_embedded
 from core.store import db, schema
 from core.store.models import Channel
 
-DEMO_CHANNELS = {"demo-native": "sandbox-native", "demo-readback": "sandbox-readback", "demo-none": "sandbox-none"}
+#: The demo's channels: one per sandbox strategy, and the real Mastodon and Bluesky adapters
+#: against the sandbox's Mastodon and Bluesky personalities.
+DEMO_CHANNELS = {
+    "demo-native": "sandbox-native",
+    "demo-readback": "sandbox-readback",
+    "demo-none": "sandbox-none",
+    "demo-mastodon": "mastodon",
+    "demo-bluesky": "bluesky",
+}
+#: Channels that take threads and images in the demo.
+DEMO_RICH = ["demo-native", "demo-mastodon", "demo-bluesky"]
 
 
 def _spawn(args: list[str], env: dict[str, str], log_dir: Path, name: str) -> subprocess.Popen[bytes]:
@@ -75,9 +85,24 @@ def demo_image(folder: Path) -> Path:
     return path
 
 
+def demo_settings(name: str, sandbox_url: str) -> dict[str, str]:
+    """A demo channel's settings: the sandbox's address, and the credentials its Mastodon
+    and Bluesky personalities take (any token or app password makes an account there)."""
+    platform = DEMO_CHANNELS[name]
+    if platform == "mastodon":
+        return {"base_url": sandbox_url, "token": "demo-mastodon-token"}
+    if platform == "bluesky":
+        return {
+            "service": f"{sandbox_url}/bluesky",
+            "handle": "herald-demo.bsky.social",
+            "app_password": "demo-pass-word-0001",
+        }
+    return {"base_url": sandbox_url}
+
+
 def seed_demo(sandbox_url: str) -> list[int]:
-    """Demo channels, one per sandbox strategy, and posts going out in 10 seconds: one to
-    every channel, a thread, and one with an image."""
+    """The demo channels and posts going out in 10 seconds: one to every channel, a thread,
+    and one with an image."""
     from core.domain.timing import parse_duration
     from core.services.channels import add_channel
     from core.services.media import AttachmentSpec
@@ -88,25 +113,25 @@ def seed_demo(sandbox_url: str) -> list[int]:
         existing = set(s.execute(select(Channel.name)).scalars())
     for name, platform in DEMO_CHANNELS.items():
         if name not in existing:
-            add_channel(name, platform, {"base_url": sandbox_url})
+            add_channel(name, platform, demo_settings(name, sandbox_url))
     at = parse_slot(delay="10s").instant  # by the one clock
     return [
-        create_post(channels=list(DEMO_CHANNELS), parts=["Hello from herald: one post, three channels, once."], at=at),
         create_post(
-            channels=["demo-native"],
+            channels=list(DEMO_CHANNELS),
+            parts=[
+                f"Hello from herald: one post, {len(DEMO_CHANNELS)} channels, once each. #herald https://example.com"
+            ],
+            at=at,
+        ),
+        create_post(
+            channels=DEMO_RICH,
             parts=["A thread, part 1/3", "part 2/3 replies to 1", "part 3/3 replies to 2"],
             at=at + parse_duration("5s"),
         ),
         create_post(
-            channels=["demo-native"],
+            channels=DEMO_RICH,
             parts=["A post with an image: herald keeps the file, checks it, and uploads it before the post."],
-            media=[
-                AttachmentSpec(
-                    0,
-                    str(demo_image(settings().home_path / "demo")),
-                    "The word herald in white on dark blue, above an orange band",
-                )
-            ],
+            media=[AttachmentSpec(0, str(demo_image(settings().home_path / "demo")), DEMO_ALT)],
             at=at + parse_duration("8s"),
         ),
     ]

@@ -37,6 +37,10 @@ class Limits:
     #: What ``max_chars`` counts: ``characters`` (code points) or ``graphemes`` (what people
     #: see as one character: an emoji with its modifiers, a letter with its accents).
     text_unit: str = "characters"
+    #: What one link (``http://`` or ``https://`` up to the next space) counts, however long
+    #: it is (Mastodon: 23, its instance's ``characters_reserved_per_url``); None: a link
+    #: counts as it is written.
+    url_chars: int | None = None
     #: Most attachments on one part; 0: the platform takes none (the adapter has no ``upload``).
     max_media: int = 0
     #: Whether a post may have several parts replying to each other.
@@ -82,8 +86,15 @@ def limits_of(row: Mapping[str, Any]) -> Limits:
     return Limits(**values)
 
 
-def text_length(text: str, unit: str) -> int:
-    """How long ``text`` is, counted as a platform counts it (``Limits.text_unit``)."""
+#: A link as platforms that count links at a fixed length find one.
+_LINK = regex.compile(r"https?://\S+")
+
+
+def text_length(text: str, unit: str, url_chars: int | None = None) -> int:
+    """How long ``text`` is, counted as a platform counts it (``Limits.text_unit``,
+    ``Limits.url_chars``)."""
+    if url_chars is not None:
+        text = _LINK.sub("x" * url_chars, text)
     if unit == "graphemes":
         return len(regex.findall(r"\X", text))
     return len(text)

@@ -172,7 +172,7 @@ def check_fits(
         )
     unit = limits.text_unit
     for i, text in enumerate(texts, 1):
-        length = text_length(text, unit)
+        length = text_length(text, unit, limits.url_chars)
         if length > limits.max_chars:
             raise UserError(
                 f"part {i} for {channel.name} has {length} {unit}; {channel.platform} allows "

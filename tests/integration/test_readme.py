@@ -65,9 +65,12 @@ class Running:
         data: dict[str, Any] = json.loads(shown.stdout)
         return data
 
+    def sandbox_posts(self) -> list[dict[str, Any]]:
+        posts: list[dict[str, Any]] = httpx.get(f"{self.sandbox}/sandbox/posts", timeout=10).json()["posts"]
+        return posts
+
     def sandbox_texts(self) -> list[str]:
-        posts = httpx.get(f"{self.sandbox}/sandbox/posts", timeout=10).json()["posts"]
-        return [p["text"] for p in posts]
+        return [p["text"] for p in self.sandbox_posts()]
 
 
 def _wait(predicate: Any, timeout: float = 60.0) -> Any:
@@ -126,6 +129,27 @@ def herald_run(tmp_path: Path) -> Iterator[Running]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_the_demo_goes_out_once_on_every_channel_the_real_adapters_included(herald_run: Running) -> None:
+    posts = herald_run.sandbox_posts()
+    by_strategy: dict[str, list[dict[str, Any]]] = {}
+    for post in posts:
+        by_strategy.setdefault(post["strategy"], []).append(post)
+    # The hello post on all five; the thread (3 parts) and the image post on the three rich ones.
+    assert {s: len(found) for s, found in by_strategy.items()} == {
+        "native": 5,
+        "readback": 1,
+        "none": 1,
+        "mastodon": 5,
+        "bluesky": 5,
+    }
+    for strategy in ("mastodon", "bluesky"):
+        found = by_strategy[strategy]
+        thread = [p for p in found if p["text"].startswith(("A thread", "part "))]
+        assert [p["reply_to"] for p in thread[1:]] == [p["id"] for p in thread[:-1]], strategy
+        (pictured,) = [p for p in found if p["media"]]
+        assert pictured["media"][0]["alt"].startswith("The word herald"), strategy
 
 
 # herald run, its demo, then every block with the sleeps it says: longer than one test's default.

@@ -27,6 +27,7 @@ from core.plugins import (
     RateLimited,
     UploadContext,
     VerifyContext,
+    text_length,
 )
 from core.plugins.adapter import MediaFile
 from core.plugins.channel_settings import check_settings
@@ -267,6 +268,22 @@ def test_text_is_counted_in_graphemes_with_every_url_as_23(client: httpx.Client)
     assert too_long.status_code == 422
     assert too_long.json() == {"error": "Validation failed: Text character limit of 500 exceeded"}
     assert len(stored(client)) == 2
+
+
+def test_herald_counts_a_status_as_the_instance_does_links_included(
+    server: SandboxServer, client: httpx.Client
+) -> None:
+    # The limits herald reads at channel add (instance.md#v2), applied with herald's own count,
+    # agree with what the instance takes on each side of the limit.
+    with httpx.Client(timeout=5.0) as http:
+        limits = Mastodon().channel_limits(VerifyContext({"base_url": server.url, "token": TOKEN}, http))
+    assert limits is not None and (limits.max_chars, limits.url_chars) == (500, 23)
+    link = "https://example.com/" + "a" * 200
+    texts = ["x" * 477 + link, "x" * 478 + link, "👍🏽" * 476 + " " + link, f"{link} {link} " + "é" * 453]
+    for text in texts:
+        fits = text_length(text, limits.text_unit, limits.url_chars) <= limits.max_chars
+        assert fits == (status(client, text).status_code == 200), text[:20]
+    assert [fits for fits in (text_length(t, "graphemes", 23) <= 500 for t in texts)] == [True, False, True, False]
 
 
 def test_a_blank_status_without_media_is_refused(client: httpx.Client) -> None:

@@ -591,7 +591,7 @@ def test_an_instances_configuration_becomes_its_channels_limits(
 
 def test_an_instance_with_its_own_limits_is_read_as_it_says(mastodon: respx.MockRouter, client: httpx.Client) -> None:
     configuration = {
-        "statuses": {"max_characters": 5000, "max_media_attachments": 8, "characters_reserved_per_url": 23},
+        "statuses": {"max_characters": 5000, "max_media_attachments": 8, "characters_reserved_per_url": 30},
         # No description_limit: "4.4.0 - added" (content/en/entities/Instance.md).
         "media_attachments": {
             "image_size_limit": 10485760,
@@ -606,6 +606,7 @@ def test_an_instance_with_its_own_limits_is_read_as_it_says(mastodon: respx.Mock
     assert limits == Limits(
         max_chars=5000,
         text_unit="graphemes",
+        url_chars=30,
         threads=True,
         edit=False,
         max_media=8,

@@ -213,3 +213,13 @@ def test_text_is_counted_as_the_platform_counts_it() -> None:
     assert (text_length(family, "characters"), text_length(family, "graphemes")) == (7, 1)
     assert (text_length(accented, "characters"), text_length(accented, "graphemes")) == (5, 3)
     assert text_length("plain", "graphemes") == 5
+
+
+def test_a_link_counts_its_fixed_length_where_the_platform_says_so() -> None:
+    from core.plugins import text_length
+
+    text = "read https://example.com/" + "a" * 200 + " and http://x.io now"
+    assert text_length(text, "characters") == len(text)
+    # Each link, up to the next space, counts 23 (Mastodon's characters_reserved_per_url).
+    assert text_length(text, "graphemes", 23) == len("read ") + 23 + len(" and ") + 23 + len(" now")
+    assert text_length("no links, ftp://not.one", "characters", 23) == len("no links, ftp://not.one")
