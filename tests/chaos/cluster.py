@@ -53,12 +53,30 @@ TIMINGS: dict[str, Any] = {
     "readback_settle_seconds": 10.0,
 }
 
-#: One channel per sandbox strategy: strategy → (channel name, platform).
+#: One channel per strategy: the sandbox's three, and the real Mastodon and Bluesky
+#: adapters against the sandbox's personalities. Strategy (the ``strategy`` the sandbox
+#: stores the channel's posts under) → (channel name, platform).
 CHANNELS = {
     "native": ("chaos-native", "sandbox-native"),
     "readback": ("chaos-readback", "sandbox-readback"),
     "none": ("chaos-none", "sandbox-none"),
+    "mastodon": ("chaos-mastodon", "mastodon"),
+    "bluesky": ("chaos-bluesky", "bluesky"),
 }
+
+#: The Bluesky channel's account: the sandbox's PDS signs in any handle with any app password.
+BLUESKY_HANDLE = "chaos.example.com"
+
+
+def channel_settings(strategy: str, sandbox_url: str) -> dict[str, str]:
+    """The settings of ``strategy``'s channel against the sandbox at ``sandbox_url``."""
+    if strategy == "mastodon":
+        # The instance's root: the sandbox answers Mastodon's API there (/api/v1, /api/v2),
+        # where the adapter's check of base_url wants it (a path is refused).
+        return {"base_url": sandbox_url, "token": "tok-mastodon"}
+    if strategy == "bluesky":
+        return {"handle": BLUESKY_HANDLE, "app_password": "chao-sblu-esky-pass", "service": f"{sandbox_url}/bluesky"}
+    return {"base_url": sandbox_url, "token": f"tok-{strategy}"}
 
 
 def free_port() -> int:
@@ -274,7 +292,7 @@ class Cluster:
         self._spawn("sandbox", ["sandbox", "serve", "--port", str(self.sandbox_port)])
         self._wait_for_sandbox()
         for strategy, (name, platform) in CHANNELS.items():
-            add_channel(name, platform, {"base_url": self.sandbox_url, "token": f"tok-{strategy}"})
+            add_channel(name, platform, channel_settings(strategy, self.sandbox_url))
         for n in range(self.workers):
             proc = self.start_worker()
             if n == 0 and self.worker_skews:

@@ -1,10 +1,13 @@
 """``python -m tests.chaos.entry ARGS``: the herald CLI with a chaos run's process tweaks.
 
-* ``HERALD_CHAOS_NATIVE_KEY_TTL``: the sandbox-native adapter declares a 24 h ``key_ttl``
-  as a class constant and has no setting for it, so a run cannot outlive it. The
-  forgotten-keys scenario starts its workers with this many seconds instead, and tells
-  the sandbox to forget keys just after that: herald must stop trusting a key the
-  platform no longer remembers (§6: hold, as the sandbox-native adapter cannot search).
+* ``HERALD_CHAOS_NATIVE_KEY_TTL``: the native_key adapters whose platform forgets keys
+  declare their window as a class constant and have no setting for it (sandbox-native
+  24 h, Mastodon 1 h, as Mastodon's docs promise), so a run cannot outlive it. The
+  forgotten-keys scenario starts its workers with this many seconds instead for both,
+  and tells the sandbox (its native API and its Mastodon personality) to forget keys just
+  after that: herald must stop trusting a key the platform no longer remembers (§6: hold,
+  as neither adapter can search). Bluesky's record keys are never forgotten
+  (``key_ttl`` None): nothing to shorten.
 * ``HERALD_CHAOS_CLOCK_SKEW``: seconds (signed) by which this process's wall clock is
   shifted, through ``time_machine``: ``time.time``, ``datetime.now`` and everything built
   on them (rq's scheduler, its child process included) read the shifted clock, while
@@ -17,8 +20,12 @@ from __future__ import annotations
 import os
 import time
 
+from adapters.mastodon import Mastodon
 from adapters.sandbox.adapters import SandboxNative
 from core.cli import main
+
+#: The adapters whose key window ``HERALD_CHAOS_NATIVE_KEY_TTL`` shortens.
+FORGETFUL = (SandboxNative, Mastodon)
 
 
 def skew_clock(seconds: float) -> None:
@@ -34,7 +41,8 @@ def skew_clock(seconds: float) -> None:
 if __name__ == "__main__":
     ttl = os.environ.get("HERALD_CHAOS_NATIVE_KEY_TTL")
     if ttl:
-        SandboxNative.key_ttl = float(ttl)
+        for adapter in FORGETFUL:
+            adapter.key_ttl = float(ttl)
     skew = os.environ.get("HERALD_CHAOS_CLOCK_SKEW")
     if skew:
         skew_clock(float(skew))

@@ -13,6 +13,7 @@ own clock, which no fault skews) is compared with the slot, allowing
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,20 +21,40 @@ from typing import Any
 
 from sqlalchemy import select
 
+from adapters.bluesky.record import PostRef
 from core.domain.states import ACTIVE_DELIVERY, DeliveryStatus, PartState
+from core.plugins import Rejected
+from core.plugins import manager as plugins
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Attempt, Channel, Delivery, DeliveryPart, Post
 
-STRATEGY_OF = {"sandbox-native": "native", "sandbox-readback": "readback", "sandbox-none": "none"}
-STRATEGY_NAME = {"native": "native_key", "readback": "read_back", "none": "none"}
+#: A channel's platform → the strategy its posts are stored under by the sandbox (a
+#: personality's posts under its prefix, adapters/sandbox/mastodon.py, bluesky_records.py).
+STRATEGY_OF = {
+    "sandbox-native": "native",
+    "sandbox-readback": "readback",
+    "sandbox-none": "none",
+    "mastodon": "mastodon",
+    "bluesky": "bluesky",
+}
+#: Each strategy's dedupe strategy, as its adapter declares it (the tables' titles).
+STRATEGY_NAME = {
+    "native": "native_key",
+    "readback": "read_back",
+    "none": "none",
+    "mastodon": "native_key",
+    "bluesky": "native_key",
+}
 
-#: herald's attempts-log errors that name a platform fault, by fault.
+#: herald's attempts-log errors that name a platform fault, by fault: the sandbox
+#: adapters' and Mastodon's "answered 429", Bluesky's "answered com.atproto.repo.putRecord
+#: with 429".
 PLATFORM_FAULTS = {
-    "answered 429": "rate_limit",
-    "answered 503": "error_before_accept",
-    "answered 500": "error_after_accept",
-    "no answer after sending": "drop_after_accept",
-    "hard timeout": "no_answer_in_time",
+    re.compile(r"answered (?:\S+ with )?429"): "rate_limit",
+    re.compile(r"answered (?:\S+ with )?503"): "error_before_accept",
+    re.compile(r"answered (?:\S+ with )?500"): "error_after_accept",
+    re.compile("no answer after sending"): "drop_after_accept",
+    re.compile("hard timeout"): "no_answer_in_time",
 }
 
 
@@ -103,7 +124,8 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
     notable: list[dict[str, Any]] = []
     expected: set[tuple[str, str]] = set()
     with db.reading() as s:
-        channels = {c.id: STRATEGY_OF[c.platform] for c in s.execute(select(Channel)).scalars()}
+        platform_of = {c.id: c.platform for c in s.execute(select(Channel)).scalars()}
+        channels = {cid: STRATEGY_OF[platform] for cid, platform in platform_of.items()}
         slots = dict(s.execute(select(Post.id, Post.scheduled_at)).all())
         deliveries = s.execute(select(Delivery)).scalars().all()
         parts: dict[int, list[DeliveryPart]] = defaultdict(list)
@@ -126,7 +148,7 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
         tally.deliveries += 1
         for a in by_delivery[d.id]:
             for needle, fault in PLATFORM_FAULTS.items():
-                if a.error and needle in a.error:
+                if a.error and needle.search(a.error):
                     tally.platform_faults[fault] += 1
             if strategy == "none" and a.action == "recover" and a.outcome == "published":
                 tally.problems.append(f"post {d.post_id}: none-strategy part {a.part_idx} was resent (fence {a.fence})")
@@ -134,6 +156,8 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
             tally.latencies.append((d.confirmed_at - slots[d.post_id]).total_seconds())
         duplicated_here = False
         previous_ids: set[str] | None = None
+        first_ids: set[str] = set()
+        adapter = plugins.adapter(platform_of[d.channel_id])
         for part in parts[d.id]:
             tally.parts += 1
             expected.add((strategy, part.text))
@@ -157,9 +181,21 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
                         f"{-ahead:.3f} s before the slot"
                     )
             if found and part.key and strategy != "none":
+                # What the platform really carries: the key itself (sandbox, Mastodon's
+                # Idempotency-Key) or what the adapter derives from it (Bluesky's rkey).
+                wire = adapter.key_on_wire(part.key)
                 keys = {c["key"] or c["idempotency_key"] for c in found}
-                if keys != {part.key}:
-                    tally.problems.append(f"post {d.post_id} part {part.idx}: platform keys {keys} != {part.key}")
+                if keys != {wire}:
+                    tally.problems.append(
+                        f"post {d.post_id} part {part.idx} on {strategy}: platform keys {keys} != {wire} "
+                        f"(part key {part.key})"
+                    )
+            for copy in found:
+                if copy.get("overwrites"):
+                    tally.problems.append(
+                        f"post {d.post_id} part {part.idx} on {strategy}: copy {copy['id']} was overwritten "
+                        f"{copy['overwrites']} time(s)"
+                    )
             attached = len(part.media)
             for copy in found:
                 if len(copy.get("media") or []) != attached:
@@ -167,13 +203,18 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
                         f"post {d.post_id} part {part.idx} on {strategy}: copy {copy['id']} carries "
                         f"{len(copy.get('media') or [])} attachment(s), the part has {attached}"
                     )
-            if part.state is PartState.PUBLISHED and part.platform_id not in ids:
+            if part.state is PartState.PUBLISHED and not any(_names(strategy, part.platform_id, c) for c in found):
                 tally.problems.append(
                     f"post {d.post_id} part {part.idx} on {strategy}: herald recorded {part.platform_id}, "
                     f"the platform holds {sorted(ids)}"
                 )
             if previous_ids is not None and any(c["reply_to"] not in previous_ids for c in found):
                 tally.problems.append(f"post {d.post_id} part {part.idx} on {strategy}: replies outside its thread")
+            if strategy == "bluesky" and previous_ids is not None and any(c["root"] not in first_ids for c in found):
+                # A Bluesky reply names its thread's first post as well as its parent.
+                tally.problems.append(f"post {d.post_id} part {part.idx} on {strategy}: a root outside its thread")
+            if previous_ids is None:
+                first_ids = ids
             previous_ids = ids
             if verdict != ["once"]:
                 notable.append(
@@ -218,6 +259,22 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
             for a in attempts
         ],
     )
+
+
+def _names(strategy: str, platform_id: str | None, copy: dict[str, Any]) -> bool:
+    """Whether herald's recorded ``platform_id`` names the platform's ``copy``: the copy's id,
+    or for Bluesky its AT URI and, where herald recorded one, its CID (``uri|cid``, as the
+    adapter writes it: :class:`adapters.bluesky.record.PostRef`)."""
+    if platform_id is None:
+        return False
+    if strategy != "bluesky":
+        return platform_id == copy["id"]
+    repo = str(copy["id"]).removeprefix("at://").split("/", 1)[0]
+    try:
+        ref = PostRef.parse(platform_id, repo)
+    except Rejected:  # names no Bluesky post at all
+        return False
+    return ref.uri == copy["id"] and (ref.cid is None or ref.cid == copy.get("cid"))
 
 
 def _verdict(d: Delivery, part: DeliveryPart, n: int, recovering: bool) -> list[str]:

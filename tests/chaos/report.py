@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.chaos.cluster import CHANNELS
 from tests.chaos.oracle import EARLY_TOLERANCE, STRATEGY_NAME, Tally
 from tests.chaos.run import Run, totals
 
@@ -86,11 +87,11 @@ class Report:
         lines: list[str] = []
         for strategy, label in STRATEGY_NAME.items():
             rows = [_row(r, r.classified.tallies[strategy]) for r in self.runs if r.classified is not None]
-            lines += ["", f"### {label} (sandbox-{strategy})", "", *_table(rows)]
+            lines += ["", f"### {label} ({CHANNELS[strategy][1]})", "", *_table(rows)]
         lines += [
             "",
             f"read_back duplicate detection recall: {self.recall()}",
-            f"duplicated parts on native_key and none: {self.strict_duplicates()}",
+            f"duplicated parts on native_key (sandbox-native, mastodon, bluesky) and none: {self.strict_duplicates()}",
             f"early copies (created more than {EARLY_TOLERANCE * 1000:.0f} ms before their slot): {self.early()}",
             "",
         ]
@@ -126,7 +127,8 @@ class Report:
         return f"{alarmed}/{found} duplicated parts alarmed ({alarmed / found:.1%})"
 
     def strict_duplicates(self) -> int:
-        return sum(t.duplicated for strategy in ("native", "none") for t in self._tallies(strategy))
+        strict = [strategy for strategy in STRATEGY_NAME if strategy != "readback"]
+        return sum(t.duplicated for strategy in strict for t in self._tallies(strategy))
 
     def early(self) -> str:
         tallies = [t for strategy in STRATEGY_NAME for t in self._tallies(strategy)]
@@ -227,11 +229,21 @@ class Report:
                 "  read_back duplicates become possible, and the recall of the read-back sweep (which reads",
                 "  every part back on every tick for `readback_settle_seconds` after each attempt) is",
                 "  measured. The chaos runs use a 10 s settle window; the default is 300 s.",
-                "* **forgotten_keys** shortens the sandbox-native adapter's `key_ttl` to 2 s in that run's",
-                "  workers (`tests/chaos/entry.py`; the adapter has no setting for it) and lets the sandbox",
-                "  forget keys after 2.5 s: herald must stop trusting a key older than `key_ttl`. A",
-                "  platform that forgets keys *before* the TTL its adapter declares cannot be defended",
-                "  against by herald and is not a scenario.",
+                "* **forgotten_keys** shortens the sandbox-native and Mastodon adapters' `key_ttl` (24 h and",
+                "  Mastodon's promised 1 h) to 2 s in that run's workers (`tests/chaos/entry.py`; neither",
+                "  adapter has a setting for it) and lets the sandbox (its native API and its Mastodon",
+                "  personality) forget keys after 2.5 s: herald must stop trusting a key older than",
+                "  `key_ttl`. A platform that forgets keys *before* the TTL its adapter declares cannot be",
+                "  defended against by herald and is not a scenario. Bluesky's record keys are never",
+                "  forgotten (`key_ttl` none): its channel gets the scenario's 500s and drops only.",
+                "* **mastodon** and **bluesky** are herald's real adapters (adapters/mastodon,",
+                "  adapters/bluesky) against the sandbox's personalities (`/api/v1` at the sandbox's root,",
+                "  `/bluesky/xrpc`), faulted like the sandbox's own API and answering in each platform's",
+                "  words (Mastodon's and the PDS's 429s with their own rate-limit headers). Their key",
+                "  check compares what each platform carries: Mastodon's `Idempotency-Key` is the part key,",
+                "  Bluesky's record key the TID the adapter derives from it (`key_on_wire`); herald's",
+                "  Bluesky platform id `uri|cid` must name the copy's AT URI and CID, and each reply its",
+                "  thread's root as well as its parent.",
                 "* **db_outage** on SQLite holds `BEGIN EXCLUSIVE` on the database file from another",
                 "  connection (writers wait on their busy timeout; WAL readers still read); on PostgreSQL",
                 "  the harness sets `ALLOW_CONNECTIONS false` and terminates herald's backends.",

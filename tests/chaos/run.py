@@ -61,7 +61,7 @@ Planned = tuple[list[str], list[str], list[AttachmentSpec]]
 
 
 def plan_posts(rng: random.Random, n: int, tag: str, images: Sequence[Path] = ()) -> list[Planned]:
-    """Each post's channels (a non-empty subset of the three strategies), parts (1–3) and,
+    """Each post's channels (a non-empty subset of the strategies of CHANNELS), parts (1–3) and,
     given ``images``, for :data:`MEDIA_SHARE` of them one or two images on each part."""
     strategies = list(CHANNELS)
     plan = []

@@ -3,6 +3,12 @@
 A scenario is sandbox fault settings (``PUT /sandbox/faults``, drawn per request by the
 sandbox's seeded RNG) plus process-level injectors, each a thread that acts at random
 instants drawn from the run's seeded RNG while posts are flowing.
+
+The sandbox's faults apply to every API it answers unless a scenario's ``strategies``
+narrows them (its default is all five: the sandbox's three and its Mastodon and Bluesky
+personalities, each answering in its platform's own words, 429s included), so every
+platform fault reaches the real adapters' channels too (tests/chaos/test_harness.py
+holds every scenario to that).
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ from core.runtime.queue import post_queue
 from tests.chaos.cluster import TIMINGS, Cluster
 from tests.chaos.history import History
 
-#: The native key TTL the forgotten-keys scenarios' workers declare, and when the sandbox forgets.
+#: The native key TTL the forgotten-keys scenarios' workers declare (sandbox-native's and
+#: Mastodon's, tests/chaos/entry.py), and when the sandbox forgets.
 SHORT_KEY_TTL = 2.0
 FORGET_AFTER = 2.5
+
+#: The sandbox APIs of the native_key channels, which the forgotten-keys scenario faults.
+NATIVE_KEY_APIS = ("native", "mastodon", "bluesky")
 
 
 @dataclass(frozen=True)
@@ -122,13 +132,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "forgotten_keys",
-        f"native key TTL {SHORT_KEY_TTL:g} s, the platform forgets keys after {FORGET_AFTER:g} s; "
-        "30% of native posts answered 500 after accept, 10% dropped",
+        f"sandbox-native and Mastodon key windows {SHORT_KEY_TTL:g} s, the platform forgets their keys after "
+        f"{FORGET_AFTER:g} s (Bluesky's record keys are never forgotten); 30% of native_key posts answered 500 "
+        "after accept, 10% dropped",
         {
             "forget_keys_after": FORGET_AFTER,
             "error_after_accept": 0.3,
             "drop_after_accept": 0.1,
-            "strategies": ["native"],
+            "strategies": list(NATIVE_KEY_APIS),
         },
         short_key_ttl=True,
         # The mixed run cannot shorten its workers' key TTL: measured on as many posts.
