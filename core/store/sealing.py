@@ -44,15 +44,25 @@ def keys_from_env() -> list[bytes] | None:
 
 
 def _read_key_file(path: Path, *, create: bool) -> list[bytes]:
-    if not path.exists():
+    try:
+        found = path.stat()
+    except FileNotFoundError:
         if not create:
-            raise ConfigError(f"no secret key at {path}: `herald init` makes one, or set {ENV}")
+            raise ConfigError(f"no secret key at {path}: `herald init` makes one, or set {ENV}") from None
         path.parent.mkdir(parents=True, exist_ok=True)
         # Owner-only from its creation: never a moment readable by others.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(Fernet.generate_key().decode() + "\n")
-    return [line.strip().encode() for line in path.read_text().splitlines() if line.strip()]
+        found = path.stat()
+    # Every channel read opens its settings: the file is read again only when it changed
+    # (a rotation replaces it, so its inode changes too).
+    return list(_file_keys(path, (found.st_ino, found.st_mtime_ns, found.st_size)))
+
+
+@functools.lru_cache(maxsize=8)
+def _file_keys(path: Path, version: tuple[int, int, int]) -> tuple[bytes, ...]:
+    return tuple(line.strip().encode() for line in path.read_text().splitlines() if line.strip())
 
 
 def keys(*, create: bool = True) -> list[bytes]:
