@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from core.cli import channels as cli_channels
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
+from core.cli import keys as cli_keys
 from core.cli import media as cli_media
 from core.cli import plugins as cli_plugins
 from core.cli import sandbox as cli_sandbox
@@ -31,6 +32,7 @@ post_app = typer.Typer(no_args_is_help=True, help="Posts: create, list, show, ed
 sandbox_app = typer.Typer(no_args_is_help=True, help="The sandbox platform: a local stand-in for a social network.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts: who posts belong to, and their standing.")
 media_app = typer.Typer(no_args_is_help=True, help="Media: the images and videos posts carry.")
+keys_app = typer.Typer(no_args_is_help=True, help="API keys: who may use the HTTP API and the dashboard.")
 secrets_app = typer.Typer(no_args_is_help=True, help="The key channel settings are sealed with at rest.")
 app.add_typer(channel_app, name="channel")
 app.add_typer(post_app, name="post")
@@ -38,6 +40,7 @@ app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(account_app, name="account")
 app.add_typer(media_app, name="media")
 app.add_typer(secrets_app, name="secrets")
+app.add_typer(keys_app, name="keys")
 
 
 @secrets_app.command("rotate")
@@ -328,6 +331,19 @@ def worker(
 
 
 @app.command()
+def api(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8026,
+) -> None:
+    """Serve the HTTP API (/openapi.json, docs at /docs) and the dashboard (/)."""
+    import uvicorn
+
+    from core.api.app import create_app
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+@app.command()
 def run(
     demo: Annotated[bool, typer.Option(help="Seed demo channels and posts on the sandbox.")] = True,
     sandbox_port: Annotated[int, typer.Option(help="Port of the sandbox platform.")] = 8025,
@@ -366,6 +382,7 @@ cli_support.register(post_app)
 cli_sandbox.register(sandbox_app)
 cli_channels.register(channel_app)
 cli_media.register(media_app)
+cli_keys.register(keys_app)
 
 
 def main() -> None:

@@ -6,7 +6,9 @@
     ├── UserError                 bad input or a refused request; shown to people as is
     │   ├── NotFound              no such post, channel, account, adapter
     │   ├── Conflict              the request contradicts the row's state (edit while in doubt)
-    │   └── ConfigError           a setting or plugins.toml entry that cannot work
+    │   ├── ConfigError           a setting or plugins.toml entry that cannot work
+    │   ├── Unauthenticated       no API key or login, or one unknown, expired or revoked
+    │   └── Forbidden             the key's role does not allow the action
     ├── PublishError              the outcome of one platform call that did not confirm a post
     │   ├── NotSent               provably never reached the platform: safe to send again
     │   │   └── MediaNotReady     an attachment is still processing on the platform: not sent
@@ -48,6 +50,14 @@ class Conflict(UserError):
 
 class ConfigError(UserError):
     """A setting that cannot work as given."""
+
+
+class Unauthenticated(UserError):
+    """No API key or dashboard login was given, or it is unknown, expired or revoked."""
+
+
+class Forbidden(UserError):
+    """The key's role does not allow this action (``core.domain.roles``)."""
 
 
 class PublishError(HeraldError):

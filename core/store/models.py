@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, BigInteger, Enum, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from core.domain.roles import Role
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, UploadState
 from core.store.db import UTCDateTime
 from core.store.sealing import Sealed
@@ -63,6 +64,42 @@ class Account(Base):
     status: Mapped[AccountStatus] = mapped_column(_enum(AccountStatus), default=AccountStatus.ACTIVE)
     emergency_stop: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
+
+
+class ApiKey(Base):
+    """An API key: shown once when made, stored as the SHA-256 of its secret part.
+
+    The key's ``prefix`` (its public part, in the key itself) finds the row; the secret is
+    compared by hash in constant time. A key sees only its account, and acts as its role.
+    """
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    #: The key's public part (``hk_PREFIX_SECRET``): says which key, proves nothing.
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    role: Mapped[Role] = mapped_column(_enum(Role))
+    #: What the key is for, in the words of whoever made it.
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+
+
+class LoginLink(Base):
+    """A one-time dashboard login link for a key (``make run`` prints one): used once, or
+    expired, it opens nothing."""
+
+    __tablename__ = "login_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id"), index=True)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
 
 
 class Switch(Base):

@@ -1,0 +1,58 @@
+"""Who a request acts as: an API key (``Authorization: Bearer hk_…``) or, for the
+dashboard, the key its login session holds; and what that key's role allows
+(``core.domain.roles``). A key sees only its own account: a post, channel or alarm of
+another account is answered 404, as if it did not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from core.domain.errors import Forbidden, Unauthenticated
+from core.domain.roles import Action, Role, allows
+from core.services.keys import Principal, authenticate, principal_of
+
+#: Where the dashboard's login keeps the key id in its signed session cookie.
+SESSION_KEY = "key_id"
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `herald keys create`: hk_…")
+
+
+def principal(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    """The key a request acts as.
+
+    Raises:
+        Unauthenticated: no key, or an unknown, expired or revoked one.
+    """
+    if credentials is not None:
+        return authenticate(credentials.credentials)
+    session = request.scope.get("session")
+    if session and SESSION_KEY in session:
+        return principal_of(int(session[SESSION_KEY]))
+    raise Unauthenticated("no API key: send 'Authorization: Bearer hk_…' (`herald keys create` makes one)")
+
+
+def requires(action: Action) -> Callable[..., Principal]:
+    """A dependency: the request's principal, if its role allows ``action``."""
+
+    def allowed(who: Annotated[Principal, Depends(principal)]) -> Principal:
+        if not allows(who.role, action):
+            needed = sorted(r.value for r in Role if allows(r, action))
+            raise Forbidden(
+                f"a {who.role.value} key cannot {action.value}: it takes a key of role {' or '.join(needed)}"
+            )
+        return who
+
+    return allowed
+
+
+Reader = Annotated[Principal, Depends(requires(Action.READ))]
+Scheduler = Annotated[Principal, Depends(requires(Action.SCHEDULE))]
+Supporter = Annotated[Principal, Depends(requires(Action.SUPPORT))]
+ChannelAdmin = Annotated[Principal, Depends(requires(Action.CHANNELS))]
+Admin = Annotated[Principal, Depends(requires(Action.ADMINISTER))]
