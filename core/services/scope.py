@@ -1,0 +1,41 @@
+"""What a key's account may see (§15): one check for the API and the dashboard alike.
+
+Another account's post, channel, alarm or key is answered as if it did not exist
+(``NotFound``), so a key cannot learn what other accounts hold.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from core.domain.errors import NotFound
+from core.store import db
+from core.store.models import Alarm, Channel, Post
+
+
+def own_post(account_id: int, post_id: int) -> None:
+    """Raises: NotFound: no post ``post_id`` in the account."""
+    with db.reading() as s:
+        owner = s.execute(select(Post.account_id).where(Post.id == post_id)).scalar_one_or_none()
+    if owner != account_id:
+        raise NotFound(f"no post {post_id}")
+
+
+def own_channel(account_id: int, name: str) -> None:
+    """Raises: NotFound: no channel ``name`` in the account."""
+    with db.reading() as s:
+        owner = s.execute(
+            select(Channel.account_id).where(Channel.name == name, Channel.removed_at.is_(None))
+        ).scalar_one_or_none()
+    if owner != account_id:
+        raise NotFound(f"no channel named {name!r}")
+
+
+def own_alarm(account_id: int, alarm_id: int) -> None:
+    """Raises: NotFound: no alarm ``alarm_id`` on the account's posts."""
+    with db.reading() as s:
+        owner = s.execute(
+            select(Post.account_id).join(Alarm, Alarm.post_id == Post.id).where(Alarm.id == alarm_id)
+        ).scalar_one_or_none()
+    if owner != account_id:
+        raise NotFound(f"no alarm {alarm_id}")
