@@ -1,29 +1,29 @@
-"""Who a request acts as: an API key (``Authorization: Bearer hk_…``) or, for the
-dashboard, the key its login session holds; and what that key's role allows
-(``core.domain.roles``). A key sees only its own account: a post, channel or alarm of
-another account is answered 404, as if it did not exist."""
+"""Who an API request acts as: an API key (``Authorization: Bearer hk_…``), and what that
+key's role allows (``core.domain.roles``). A key sees only its own account: a post,
+channel or alarm of another account is answered 404, as if it did not exist
+(``core.services.scope``).
+
+The API takes keys only, never the dashboard's session cookie: a page on another site
+cannot make a browser act through the API. The dashboard (``core.web``) has its own
+login, with CSRF tokens on its forms.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from core.domain.errors import Forbidden, Unauthenticated
 from core.domain.roles import Action, Role, allows
-from core.services.keys import Principal, authenticate, principal_of
-
-#: Where the dashboard's login keeps the key id in its signed session cookie.
-SESSION_KEY = "key_id"
+from core.services.keys import Principal, authenticate
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `herald keys create`: hk_…")
 
 
-def principal(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> Principal:
+def principal(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
     """The key a request acts as.
 
     Raises:
@@ -31,9 +31,6 @@ def principal(
     """
     if credentials is not None:
         return authenticate(credentials.credentials)
-    session = request.scope.get("session")
-    if session and SESSION_KEY in session:
-        return principal_of(int(session[SESSION_KEY]))
     raise Unauthenticated("no API key: send 'Authorization: Bearer hk_…' (`herald keys create` makes one)")
 
 
