@@ -48,13 +48,14 @@ def fix_of(status: DeliveryStatus, reason: Reason | None, connected: bool) -> Fi
     """The button for a delivery; None where no button fixes it (the reason's action says what does)."""
     if status not in (DeliveryStatus.HELD, DeliveryStatus.FAILED):
         return None
-    if reason in CHANNEL_HOLDS and not connected:
+    # Retry refuses these holds: new credentials (a reconnect) lift them and re-arm the post.
+    if reason in CHANNEL_HOLDS and (status is DeliveryStatus.HELD or not connected):
         return Fix.RECONNECT
     if reason is Reason.AMBIGUOUS_OUTCOME:
         return Fix.RESOLVE
     if reason is Reason.APPROVAL_PENDING:
         return Fix.APPROVE
-    if status is DeliveryStatus.FAILED or reason in RETRY_LIFTS or reason in CHANNEL_HOLDS:
+    if status is DeliveryStatus.FAILED or reason in RETRY_LIFTS:
         return Fix.RETRY
     return None
 
