@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "lateness": ([], ["--backend", "sqlite", "--baseline-backend", "none"]),
     "reconciler_scale": ([], ["--large", "100000", "--ticks", "5"]),
     "post_list": ([], ["--large", "100000", "--runs", "5"]),
+    "calendar": ([], ["--large", "100000", "--runs", "5"]),
     "memory": ([], ["--publishes", "1000"]),
 }
 

@@ -126,7 +126,7 @@ def list_posts(query: PostQuery) -> PostPage:
         if page:
             for d in s.execute(deliveries_statement([row.id for row in page])):
                 states[d.post_id].append(ChannelState(channel=d.channel, status=d.status, reason=d.reason))
-    rows = tuple(_row(row, tuple(states[row.id])) for row in page)
+    rows = tuple(post_row(row, tuple(states[row.id])) for row in page)
     more = len(found) > query.limit
     return PostPage(rows=rows, next_cursor=encode_cursor(page[-1].scheduled_at, page[-1].id) if more else None)
 
@@ -353,7 +353,8 @@ def _account_id(s: Session, name: str) -> int:
     return int(found)
 
 
-def _row(post: Any, channels: tuple[ChannelState, ...]) -> PostRow:
+def post_row(post: Any, channels: tuple[ChannelState, ...]) -> PostRow:
+    """A row of :func:`posts_statement` with its deliveries' states, as a :class:`PostRow`."""
     parts: list[dict[str, Any]] = post.parts or []
     return PostRow(
         id=post.id,
