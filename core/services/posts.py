@@ -232,7 +232,7 @@ def submit_post(
             named, content a channel's platform refuses, an attachment that is not an image
             or a video (or damaged, or missing), or a slot in the past.
         NotFound: an unknown channel.
-        Conflict: the idempotency key was used for other content.
+        IdempotencyMismatch: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
