@@ -47,9 +47,12 @@ _QUERY = (
 )
 
 
-def list_alarms(*, include_resolved: bool = False) -> list[AlarmView]:
-    """Open alarms (and resolved ones when asked), newest first."""
+def list_alarms(*, include_resolved: bool = False, account_id: int | None = None) -> list[AlarmView]:
+    """Open alarms (and resolved ones when asked), newest first; only the posts of
+    ``account_id`` when given."""
     query = _QUERY if include_resolved else _QUERY.where(Alarm.open_key.is_not(None))
+    if account_id is not None:
+        query = query.where(Post.account_id == account_id)
     with db.reading() as s:
         return [_view(alarm, channel, tz) for alarm, channel, tz in s.execute(query)]
 

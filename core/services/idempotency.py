@@ -71,7 +71,9 @@ def replayed(first: IdempotencyKey, request: dict[str, Any]) -> int:
         IdempotencyInProgress: the first create with the key has not finished.
     """
     if first.post_id is None:  # only a reader outside the first create's transaction could see it so
-        raise IdempotencyInProgress(f"a create with idempotency key {first.key!r} is still running; try again in a moment")
+        raise IdempotencyInProgress(
+            f"a create with idempotency key {first.key!r} is still running; try again in a moment"
+        )
     differs = [name for name in request if first.request.get(name) != request[name]]
     if differs:
         raise IdempotencyMismatch(
