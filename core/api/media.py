@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, UploadFile
 
 from core.api.auth import Reader, Scheduler
+from core.api.models import PathId
 from core.services.media import Added, MediaView, add_media, show_media
 from core.services.views import Json, jsonable
 
@@ -33,5 +34,5 @@ def upload(
 
 
 @router.get("/{media_id}", response_model=MediaView)
-def show(media_id: int, who: Reader) -> Json:
+def show(media_id: PathId, who: Reader) -> Json:
     return jsonable(show_media(media_id))

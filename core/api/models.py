@@ -8,12 +8,20 @@ local time with ``zone``), ``delay`` (from now: ``30s``, ``5m``, ``2h``, ``1d``)
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.services.editing import EditMode
 from core.services.media import AttachmentSpec
+
+#: The largest id a row has (the columns are SQL INTEGER); a bigger one is refused as
+#: invalid, never sent to the database.
+MAX_ID = 2**31 - 1
+
+#: A post, media or alarm id in a path.
+PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
 class Body(BaseModel):
@@ -25,7 +33,7 @@ class Body(BaseModel):
 class Attachment(Body):
     """A kept file (``POST /api/v1/media``) on one part."""
 
-    media_id: int = Field(description="The id `POST /api/v1/media` answered.")
+    media_id: int = Field(ge=1, le=MAX_ID, description="The id `POST /api/v1/media` answered.")
     part: int = Field(1, ge=1, description="The part it goes on, from 1.")
     alt: str | None = Field(None, description="Alt text; the file's own when left out.")
 
@@ -60,7 +68,9 @@ class PostCreate(Slot):
 class PostChange(Slot):
     """An edit, made against the revision the editor read (`GET /api/v1/posts/{id}`)."""
 
-    revision: int = Field(description="The post's revision the edit was made against; a newer one answers 409.")
+    revision: int = Field(
+        ge=0, le=MAX_ID, description="The post's revision the edit was made against; a newer one answers 409."
+    )
     parts: list[str] | None = Field(None, min_length=1, description="The new text of each part.")
     channels: list[str] | None = Field(
         None, min_length=1, description="The channels after the edit; those left out are taken off."

@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 
 from core.api.auth import Reader, Scheduler, Supporter
-from core.api.models import PostChange, PostCreate, Reschedule, Resolve, Retry
+from core.api.models import PathId, PostChange, PostCreate, Reschedule, Resolve, Retry
 from core.domain.errors import UserError
 from core.services import scope
 from core.services.editing import EditResult, PostEdit, ScheduledDraft, edit_post, schedule_draft
@@ -109,14 +109,14 @@ def find(
 
 
 @router.get("/{post_id}", response_model=PostView)
-def show(post_id: int, who: Reader) -> Json:
+def show(post_id: PathId, who: Reader) -> Json:
     """A post: every part, each delivery's state with its reason's explanation and fix."""
     scope.own_post(who.account_id, post_id)
     return jsonable(show_post(post_id))
 
 
 @router.patch("/{post_id}", response_model=EditResult)
-def edit(post_id: int, body: PostChange, who: Scheduler) -> Json:
+def edit(post_id: PathId, body: PostChange, who: Scheduler) -> Json:
     """Edit a post against the revision it was read at (409 ``stale_revision`` when it
     changed since). Once it has published somewhere, give ``mode``."""
     scope.own_post(who.account_id, post_id)
@@ -134,7 +134,7 @@ def edit(post_id: int, body: PostChange, who: Scheduler) -> Json:
 
 
 @router.post("/{post_id}/schedule", response_model=ScheduledDraft)
-def schedule(post_id: int, body: Reschedule, who: Scheduler) -> Json:
+def schedule(post_id: PathId, body: Reschedule, who: Scheduler) -> Json:
     """Schedule a draft: at the slot given, else at its own (now if that has passed)."""
     scope.own_post(who.account_id, post_id)
     slot = parse_slot(at=body.at, delay=body.delay, zone=body.zone, fold=body.fold) if body.at or body.delay else None
@@ -142,7 +142,7 @@ def schedule(post_id: int, body: Reschedule, who: Scheduler) -> Json:
 
 
 @router.post("/{post_id}/reschedule", response_model=PostView)
-def reschedule(post_id: int, body: Reschedule, who: Scheduler) -> Json:
+def reschedule(post_id: PathId, body: Reschedule, who: Scheduler) -> Json:
     """Move a post that has not started publishing to a new slot."""
     scope.own_post(who.account_id, post_id)
     slot = parse_slot(at=body.at, delay=body.delay, now=body.now, zone=body.zone, fold=body.fold, required=True)
@@ -151,14 +151,14 @@ def reschedule(post_id: int, body: Reschedule, who: Scheduler) -> Json:
 
 
 @router.post("/{post_id}/cancel", response_model=CancelView)
-def cancel(post_id: int, who: Scheduler) -> Json:
+def cancel(post_id: PathId, who: Scheduler) -> Json:
     """Cancel what has not been published yet (on a partly published post, the rest)."""
     scope.own_post(who.account_id, post_id)
     return jsonable(cancel_post(post_id))
 
 
 @router.post("/{post_id}/approve", response_model=PostView)
-def approve(post_id: int, who: Scheduler) -> Json:
+def approve(post_id: PathId, who: Scheduler) -> Json:
     """Approve a post held for approval."""
     scope.own_post(who.account_id, post_id)
     approve_post(post_id)
@@ -166,14 +166,14 @@ def approve(post_id: int, who: Scheduler) -> Json:
 
 
 @router.post("/{post_id}/retry", response_model=RetryResult)
-def retry(post_id: int, body: Retry, who: Supporter) -> Json:
+def retry(post_id: PathId, body: Retry, who: Supporter) -> Json:
     """Send again what failed or was held for a reason a retry fixes; never what published."""
     scope.own_post(who.account_id, post_id)
     return jsonable(retry_post(post_id, body.channel))
 
 
 @router.post("/{post_id}/resolve", response_model=Resolution)
-def resolve(post_id: int, body: Resolve, who: Supporter) -> Json:
+def resolve(post_id: PathId, body: Resolve, who: Supporter) -> Json:
     """Resolve an attempt in doubt: ``landed`` at ``url``, or ``send_again``."""
     scope.own_post(who.account_id, post_id)
     decided: ResolveOutcome
@@ -189,7 +189,7 @@ def resolve(post_id: int, body: Resolve, who: Supporter) -> Json:
 
 
 @router.get("/{post_id}/timeline", response_model=Timeline)
-def post_timeline(post_id: int, who: Reader) -> Json:
+def post_timeline(post_id: PathId, who: Reader) -> Json:
     """Per delivery: slot, claimed, confirmed, first seen, the gaps, and every attempt."""
     scope.own_post(who.account_id, post_id)
     return jsonable(timeline(post_id))

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from core.api.auth import Reader, Supporter
+from core.api.models import PathId
 from core.services import scope
 from core.services.alarms import AlarmView, list_alarms, resolve_alarm
 from core.services.health import Health, health
@@ -36,7 +37,7 @@ def alarms(who: Reader, include_resolved: Annotated[bool, Query(description="Res
 
 
 @router.post("/alarms/{alarm_id}/resolve", response_model=AlarmView, tags=["alarms"])
-def resolve(alarm_id: int, who: Supporter) -> Json:
+def resolve(alarm_id: PathId, who: Supporter) -> Json:
     """Resolve an open alarm; one whose condition still holds is raised again by the next tick."""
     scope.own_alarm(who.account_id, alarm_id)
     return jsonable(resolve_alarm(alarm_id))
