@@ -1,14 +1,14 @@
 """schemathesis against the app's own OpenAPI document: for every route, authenticated
 with an admin key of the account that owns the rows, no answer is a 5xx and none breaks
-the schema it documents (schemathesis's default checks)."""
+the schema it documents."""
 
 from __future__ import annotations
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis import checks
 
 from core.api.app import create_app
 from core.domain.roles import Role
