@@ -17,7 +17,18 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core.domain.errors import ConfigError, Conflict, Forbidden, HeraldError, NotFound, Unauthenticated, UserError
+from core.domain.errors import (
+    ConfigError,
+    Conflict,
+    Forbidden,
+    HeraldError,
+    IdempotencyInProgress,
+    IdempotencyMismatch,
+    NotFound,
+    StaleRevision,
+    Unauthenticated,
+    UserError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +122,9 @@ def code_of(exc: HeraldError) -> ErrorCode:
         (Unauthenticated, ErrorCode.UNAUTHENTICATED),
         (Forbidden, ErrorCode.FORBIDDEN),
         (NotFound, ErrorCode.NOT_FOUND),
+        (StaleRevision, ErrorCode.STALE_REVISION),
+        (IdempotencyMismatch, ErrorCode.IDEMPOTENCY_MISMATCH),
+        (IdempotencyInProgress, ErrorCode.IDEMPOTENCY_IN_PROGRESS),
         (Conflict, ErrorCode.CONFLICT),
         (ConfigError, ErrorCode.MISCONFIGURED),
         (UserError, ErrorCode.REFUSED),

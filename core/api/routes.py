@@ -1,4 +1,5 @@
-"""The API's routes: each one a call into ``core.services``, answered with its view.
+"""The API's routes, one module per resource: each route a call into ``core.services``,
+answered with its view.
 
 A route declares the view's dataclass as its ``response_model`` (so /openapi.json is
 exact) and returns the view's one JSON form (``core.services.views.jsonable``), which
@@ -10,14 +11,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from core.api.auth import Reader
-from core.services.health import Health, health
-from core.services.views import Json, jsonable
+from core.api import account, channels, media, posts, watch
 
 router = APIRouter()
-
-
-@router.get("/health", response_model=Health, tags=["health"])
-def get_health(who: Reader) -> Json:
-    """herald's health: what is moving, what waits for a person, and every problem by name."""
-    return jsonable(health())
+for resource in (posts, channels, media, watch, account):
+    router.include_router(resource.router)

@@ -6,6 +6,9 @@
     ├── UserError                 bad input or a refused request; shown to people as is
     │   ├── NotFound              no such post, channel, account, adapter
     │   ├── Conflict              the request contradicts the row's state (edit while in doubt)
+    │   │   ├── StaleRevision     an edit made against an older revision of the post
+    │   │   ├── IdempotencyMismatch   an idempotency key used before for other content
+    │   │   └── IdempotencyInProgress the first create with the key has not finished
     │   ├── ConfigError           a setting or plugins.toml entry that cannot work
     │   ├── Unauthenticated       no API key or login, or one unknown, expired or revoked
     │   └── Forbidden             the key's role does not allow the action
@@ -46,6 +49,18 @@ class NotFound(UserError):
 
 class Conflict(UserError):
     """The request contradicts the current state of the row."""
+
+
+class StaleRevision(Conflict):
+    """An edit made against a revision of the post older than its current one."""
+
+
+class IdempotencyMismatch(Conflict):
+    """An idempotency key used before, for a create with other content."""
+
+
+class IdempotencyInProgress(Conflict):
+    """The first create with this idempotency key has not finished yet."""
 
 
 class ConfigError(UserError):

@@ -3,6 +3,8 @@ account's standing. Admission reads them; lifting one re-admits what it held."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import select
 
 from core import ledger
@@ -11,6 +13,26 @@ from core.services.channels import account_named
 from core.services.posts import lift_admission_holds
 from core.store import db
 from core.store.models import AccountStatus, Switch
+
+
+@dataclass(frozen=True)
+class AccountView:
+    """An account's standing and the switches that stop its publishing."""
+
+    name: str
+    status: AccountStatus
+    #: The account's own emergency stop.
+    emergency_stop: bool
+    #: The stop for every account (`herald stop` without --account).
+    global_stop: bool
+
+
+def show_account(name: str) -> AccountView:
+    """Raises: NotFound: no account of that name."""
+    with db.reading() as s:
+        account = account_named(s, name)
+        switch = s.execute(select(Switch).where(Switch.name == ledger.GLOBAL_STOP)).scalar_one_or_none()
+        return AccountView(account.name, account.status, account.emergency_stop, bool(switch and switch.on))
 
 
 def set_emergency_stop(on: bool, account: str | None = None) -> list[int]:

@@ -28,7 +28,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
-from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.errors import Conflict, NotFound, StaleRevision, UserError
 from core.domain.states import DeliveryStatus, PartState, PostStatus
 from core.domain.timing import zone as named_zone
 from core.ledger import authoring
@@ -137,9 +137,10 @@ def edit_post(
 
     Raises:
         NotFound: no such post, or an unknown channel.
-        Conflict: the post is cancelled, has an attempt in doubt, or was edited since
-            ``revision``; it has published and no mode was given; ``republish`` for a post
-            that has published nowhere; a move of the slot of a post that has published.
+        StaleRevision: the post was edited since ``revision``.
+        Conflict: the post is cancelled or has an attempt in doubt; it has published and no
+            mode was given; ``republish`` for a post that has published nowhere; a move of
+            the slot of a post that has published.
         UserError: nothing to change, or content a channel refuses (checked as at create).
     """
     if change.empty:
@@ -162,7 +163,7 @@ def edit_post(
         if change.at is not None:
             refuse_past(change.at, now, change.zone or post.zone)
         if revision is not None and revision != post.revision:
-            raise Conflict(
+            raise StaleRevision(
                 f"post {post_id} was edited since revision {revision} (it is at {post.revision}); "
                 f"look at `herald post show {post_id}` and make the edit again"
             )

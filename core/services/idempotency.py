@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from core.domain.errors import Conflict, UserError
+from core.domain.errors import IdempotencyInProgress, IdempotencyMismatch, UserError
 from core.domain.media import rows_of
 from core.services.content import Content
 from core.store.models import IdempotencyKey
@@ -67,13 +67,16 @@ def replayed(first: IdempotencyKey, request: dict[str, Any]) -> int:
     """The post the key's first use made, when ``request`` asks for the same thing.
 
     Raises:
-        Conflict: the key was used for other content (naming what differs and the first post).
+        IdempotencyMismatch: the key was used for other content (naming what differs and the first post).
+        IdempotencyInProgress: the first create with the key has not finished.
     """
     if first.post_id is None:  # only a reader outside the first create's transaction could see it so
-        raise Conflict(f"a create with idempotency key {first.key!r} is still running; try again in a moment")
+        raise IdempotencyInProgress(
+            f"a create with idempotency key {first.key!r} is still running; try again in a moment"
+        )
     differs = [name for name in request if first.request.get(name) != request[name]]
     if differs:
-        raise Conflict(
+        raise IdempotencyMismatch(
             f"idempotency key {first.key!r} was used for post {first.post_id} with other content "
             f"({', '.join(differs)} differ); use a new key for a new post, or see `herald post show {first.post_id}`"
         )

@@ -159,6 +159,19 @@ def list_media(*, include_removed: bool = False) -> list[MediaView]:
         return [_view(m) for m in s.execute(query).scalars()]
 
 
+def show_media(media_id: int) -> MediaView:
+    """One kept file (a removed one too: its facts stay for the posts that carried it).
+
+    Raises:
+        NotFound: no media of that id.
+    """
+    with db.reading() as s:
+        row = s.get(Media, media_id)
+        if row is None:
+            raise NotFound(f"no media {media_id}; `herald media list` shows the kept files")
+        return _view(row)
+
+
 def get_media(s: Session, ids: Sequence[int]) -> dict[int, MediaView]:
     """The media rows ``ids`` name, by id (removed ones too: their facts are kept)."""
     if not ids:
@@ -201,12 +214,15 @@ def remove_media(media_id: int) -> MediaView:
 
 @dataclass(frozen=True)
 class AttachmentSpec:
-    """One attachment a create asks for: a file for a part, with its alt text."""
+    """One attachment a create asks for: a file (or a kept one, by id) for a part, with its
+    alt text."""
 
     #: 0 for the first part.
     part: int
     path: str
     alt: str | None = None
+    #: A file kept already (``add_media``, the API's upload): ``path`` is then ignored.
+    media_id: int | None = None
 
 
 def parse_attachments(media: Sequence[str], alts: Sequence[str]) -> list[AttachmentSpec]:
@@ -253,9 +269,22 @@ def keep(specs: Sequence[AttachmentSpec]) -> list[Kept]:
     Raises:
         UserError: a file ``add_media`` refuses.
     """
-    return [
-        Kept(spec.part, MediaRef(add_media(spec.path).media.id, checked_alt(spec.alt)), spec.path) for spec in specs
-    ]
+    return [Kept(spec.part, MediaRef(_kept_id(spec), checked_alt(spec.alt)), spec.path) for spec in specs]
+
+
+def _kept_id(spec: AttachmentSpec) -> int:
+    """The kept file's id: the one named, or the file at the path, kept now.
+
+    Raises:
+        NotFound: no kept media of that id (or it was removed).
+    """
+    if spec.media_id is None:
+        return add_media(spec.path).media.id
+    with db.reading() as s:
+        row = s.get(Media, spec.media_id)
+        if row is None or row.removed_at is not None:
+            raise NotFound(f"no media {spec.media_id}: upload the file first (`herald media add FILE`)")
+        return row.id
 
 
 def per_part(kept: Sequence[Kept], parts: int) -> tuple[tuple[MediaRef, ...], ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 
@@ -207,6 +208,7 @@ def submit_post(
     idempotency_key: str | None = None,
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
+    asked: Mapping[str, Any] | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
 
@@ -226,13 +228,16 @@ def submit_post(
         media: files to attach, each to a part, in order; each is kept and probed
             (``core.services.media``) and checked against every channel's limits.
         clock: where now comes from; the database's by default.
+        asked: what a repeat with ``idempotency_key`` is compared by, instead of the
+            content resolved from it: the API's request body, so a repeated "in an hour"
+            is the same request, not a slot a moment later.
 
     Raises:
         UserError: no channels or parts, an empty part, per-channel text for a channel not
             named, content a channel's platform refuses, an attachment that is not an image
             or a video (or damaged, or missing), or a slot in the past.
         NotFound: an unknown channel.
-        Conflict: the idempotency key was used for other content.
+        IdempotencyMismatch: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
@@ -249,8 +254,12 @@ def submit_post(
         now = _now(clock)
         placed = place(s, content)
         if key is not None:
-            request = idempotency.request_of(
-                content, at=at, zone=zone, not_before=not_before, needs_approval=needs_approval, draft=draft
+            request = (
+                dict(asked)
+                if asked is not None
+                else idempotency.request_of(
+                    content, at=at, zone=zone, not_before=not_before, needs_approval=needs_approval, draft=draft
+                )
             )
             first = take_idempotency_key(s, placed.account_id, key, request, now)
             if first is not None:

@@ -101,6 +101,25 @@ class Resolution:
     armed_at: datetime | None
 
 
+@dataclass(frozen=True)
+class ReasonView:
+    """One reason a delivery waits or failed (§3): what it means and what fixes it, in the
+    words `herald post show` prints."""
+
+    reason: Reason
+    explanation: str
+    action: str
+    #: herald tries again by itself (a rate limit, a platform's hiccup); nobody needs to act.
+    transient: bool
+    #: `herald post retry` lifts a hold for this reason.
+    retry_lifts: bool
+
+
+def reasons() -> list[ReasonView]:
+    """Every reason, in the closed list's order."""
+    return [ReasonView(r, r.explanation, r.action, r.info.transient, r in RETRY_LIFTS) for r in Reason]
+
+
 def retry_post(post_id: int, channel: str | None = None, *, clock: Clock | None = None) -> RetryResult:
     """Re-drive the failed and held deliveries of a post (only ``channel``'s when given),
     each with a fresh attempt budget; never a published or cancelled one.

@@ -1,0 +1,38 @@
+"""``/api/v1/media``: upload a file (multipart) and show one – `herald media add` and its
+view. The same bytes are kept once, so uploading a file again answers with its first id."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile
+
+from core.api.auth import Reader, Scheduler
+from core.api.models import PathId
+from core.services.media import Added, MediaView, add_media, show_media
+from core.services.views import Json, jsonable
+
+router = APIRouter(prefix="/media", tags=["media"])
+
+
+@router.post("", response_model=Added, status_code=201)
+def upload(
+    who: Scheduler,
+    file: Annotated[UploadFile, File(description="An image or a video.")],
+    alt: Annotated[str | None, Form(description="Alt text: what the picture shows.")] = None,
+) -> Json:
+    """Keep an image or a video for posts; its type, size and dimensions are read now."""
+    name = Path(file.filename or "").name or "upload"
+    with tempfile.TemporaryDirectory(prefix="herald-upload-") as folder:
+        path = Path(folder) / name
+        with path.open("wb") as out:
+            shutil.copyfileobj(file.file, out)
+        return jsonable(add_media(path, alt))
+
+
+@router.get("/{media_id}", response_model=MediaView)
+def show(media_id: PathId, who: Reader) -> Json:
+    return jsonable(show_media(media_id))

@@ -1,0 +1,118 @@
+"""What the API's requests carry: explicit models, one per body, so /openapi.json says
+exactly what each route takes. Answers are the services' own views (``core.services``).
+
+The fields are the CLI's options under the same names, read by the same parsing helpers
+(``parse_slot``, ``parse_query``...): a slot is ``at`` (ISO 8601 with an offset, or a
+local time with ``zone``), ``delay`` (from now: ``30s``, ``5m``, ``2h``, ``1d``) or ``now``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.services.editing import EditMode
+from core.services.media import AttachmentSpec
+
+#: The largest id a row has (the columns are SQL INTEGER); a bigger one is refused as
+#: invalid, never sent to the database.
+MAX_ID = 2**31 - 1
+
+#: A post, media or alarm id in a path.
+PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
+
+
+class Body(BaseModel):
+    """A request body: a field the route does not know is refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Attachment(Body):
+    """A kept file (``POST /api/v1/media``) on one part."""
+
+    media_id: int = Field(ge=1, le=MAX_ID, description="The id `POST /api/v1/media` answered.")
+    part: int = Field(1, ge=1, description="The part it goes on, from 1.")
+    alt: str | None = Field(None, description="Alt text; the file's own when left out.")
+
+    def spec(self) -> AttachmentSpec:
+        return AttachmentSpec(self.part - 1, f"media {self.media_id}", self.alt, media_id=self.media_id)
+
+
+class Slot(Body):
+    """When: ``at``, ``delay`` or ``now`` (at most one), shown in ``zone``."""
+
+    at: str | None = Field(None, description="ISO 8601 with an offset, or a local time in `zone`.")
+    delay: str | None = Field(None, description="From now: 30s, 5m, 2h, 1d.")
+    zone: str | None = Field(None, description="The IANA zone of a local `at`, and to show the post in.")
+    fold: int | None = Field(None, ge=0, le=1, description="0 or 1: which of a repeated local time.")
+
+
+class PostCreate(Slot):
+    """A new post: one part, or a thread of several; published now unless a slot is given."""
+
+    channels: list[str] = Field(min_length=1, description="Channel names; `GET /api/v1/channels` lists them.")
+    parts: list[str] = Field(min_length=1, description="The text of each part, in order; several make a thread.")
+    channel_texts: dict[str, list[str]] = Field(
+        default_factory=dict, description="Channel name → that channel's own text of each part, instead of `parts`."
+    )
+    media: list[Attachment] = Field(default_factory=list, description="Attachments, in order.")
+    now: bool = Field(False, description="Publish at once (the default when no slot is given).")
+    not_before: str | None = Field(None, description="Embargo: never before this instant.")
+    needs_approval: bool = Field(False, description="Hold until `POST /api/v1/posts/{id}/approve`.")
+    draft: bool = Field(False, description="Save a draft, never sent until `POST /api/v1/posts/{id}/schedule`.")
+
+
+class PostChange(Slot):
+    """An edit, made against the revision the editor read (`GET /api/v1/posts/{id}`)."""
+
+    revision: int = Field(
+        ge=0, le=MAX_ID, description="The post's revision the edit was made against; a newer one answers 409."
+    )
+    parts: list[str] | None = Field(None, min_length=1, description="The new text of each part.")
+    channels: list[str] | None = Field(
+        None, min_length=1, description="The channels after the edit; those left out are taken off."
+    )
+    channel_texts: dict[str, list[str]] = Field(
+        default_factory=dict, description="Channel name → its own text of each part; [] puts it back on the post's."
+    )
+    media: list[Attachment] | None = Field(None, description="The attachments after the edit; [] takes them all off.")
+    mode: EditMode | None = Field(None, description="For a post that has published: correct or republish.")
+
+
+class Reschedule(Slot):
+    """A new slot for a post that has not started publishing."""
+
+    now: bool = Field(False, description="Publish at once.")
+
+
+class Retry(Body):
+    channel: str | None = Field(None, description="Only this channel's delivery.")
+
+
+class Resolve(Body):
+    """How an attempt in doubt ended: ``landed`` (with its URL) or ``send_again``."""
+
+    channel: str = Field(description="The channel whose attempt is in doubt.")
+    outcome: Literal["landed", "send_again"]
+    url: str | None = Field(None, description="landed: the post's address on the platform.")
+    platform_id: str | None = Field(None, description="landed: the platform's id (default: the URL's last segment).")
+
+
+class ChannelCreate(Body):
+    """A new channel on one of the adapters' platforms, with its declared settings."""
+
+    name: str = Field(description="A unique name for the channel.")
+    platform: str = Field(description="The adapter's name, e.g. sandbox-native, mastodon, bluesky.")
+    settings: dict[str, str] = Field(default_factory=dict, description="The platform's declared settings.")
+
+
+class ChannelChange(Body):
+    settings: dict[str, str] = Field(default_factory=dict, description="Settings to give or change.")
+    unset: list[str] = Field(default_factory=list, description="Settings to take away.")
+
+
+class Reconnect(Body):
+    settings: dict[str, str] = Field(default_factory=dict, description="New credentials or settings.")
