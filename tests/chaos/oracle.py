@@ -111,7 +111,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _utc(value: datetime) -> datetime:
+def as_utc(value: datetime) -> datetime:
     """SQLite hands instants back without their zone; they are stored in UTC."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
@@ -170,7 +170,7 @@ def classify(platform_posts: list[dict[str, Any]]) -> Classified:
             if "duplicated" in verdict:
                 tally.duplicate_parts += 1
                 tally.duplicate_parts_alarmed += (d.post_id, d.channel_id) in alarmed
-            slot = _utc(slots[d.post_id])
+            slot = as_utc(slots[d.post_id])
             for copy in found:
                 ahead = (datetime.fromisoformat(copy["created_at"]) - slot).total_seconds()
                 tally.earliest = ahead if tally.earliest is None else min(tally.earliest, ahead)

@@ -7,20 +7,22 @@ import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 
 from core.domain.states import PostStatus
+from core.runtime.clock import DatabaseClock
 from core.services.media import AttachmentSpec
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Post, Tick
+from reconciler.tick import READBACK
 from tests.chaos.cluster import CHANNELS, TIMINGS, Cluster
 from tests.chaos.history import History
-from tests.chaos.oracle import Classified, classify
+from tests.chaos.oracle import Classified, as_utc, classify
 from tests.chaos.scenarios import FORGET_AFTER, SHORT_KEY_TTL, Injectors, Scenario, draw_skews, skip_reason
 
 #: Seconds to wait for every post to settle after the last slot.
@@ -186,7 +188,13 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
             time.sleep(0.5)
         run.settled = _active() == 0
         history.write("settled" if run.settled else "not_settled", active=_active())
-        _wait_for_ticks(2)  # the read-back sweep has looked at every confirmation
+        _wait_for_ticks(2)  # the repair pass has run over the settled state
+        # ...and a read-back sweep that began once every copy could be seen has ended: a
+        # sweep runs in its own loop and, under load, takes many seconds (§7).
+        visible_from = DatabaseClock(db.engine()).now() + timedelta(
+            seconds=float(scenario.sandbox.get("search_lag", 0))
+        )
+        history.write("swept" if _wait_for_sweep(visible_from) else "not_swept")
         run.classified = classify(cluster.sandbox_posts())
         for attempt in run.classified.attempts:
             history.write("attempt", **attempt)
@@ -230,6 +238,19 @@ def _created(parts: list[str], at: datetime) -> int | None:
     except Exception:  # still unreachable: try the create again
         return None
     return next((post_id for post_id, stored in rows if [p["text"] for p in stored] == parts), None)
+
+
+def _wait_for_sweep(after: datetime, timeout: float = SETTLE_TIMEOUT) -> bool:
+    """Wait until a read-back sweep that started at or after ``after`` has ended (its tick
+    is written when it ends, stamped with its start); False if none did in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with db.reading() as s:
+            started = s.execute(select(Tick.at).where(Tick.name == READBACK)).scalar()
+        if started is not None and as_utc(started) >= after:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def _wait_for_ticks(n: int, timeout: float = 30.0) -> None:
