@@ -348,11 +348,13 @@ def run(
     demo: Annotated[bool, typer.Option(help="Seed demo channels and posts on the sandbox.")] = True,
     sandbox_port: Annotated[int, typer.Option(help="Port of the sandbox platform.")] = 8025,
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 2,
+    api_port: Annotated[int, typer.Option(help="Port of the API and the dashboard.")] = 8026,
 ) -> None:
-    """Run everything for the embedded default: database, queue, sandbox, workers."""
+    """Run everything for the embedded default: database, queue, sandbox, workers, reconciler,
+    and the API with the dashboard (printing a one-time login link to it)."""
     from core.cli.run import run_all
 
-    run_all(demo=demo, sandbox_port=sandbox_port, workers=workers)
+    run_all(demo=demo, sandbox_port=sandbox_port, workers=workers, api_port=api_port)
 
 
 @sandbox_app.command("serve")
