@@ -14,8 +14,8 @@ import pytest
 
 from core.cli.logs import JsonLines
 from core.config import Settings
-from tests.integration.conftest import Workers, wait_until
-from tests.integration.test_cli_input import free_port
+from tests.integration.conftest import Workers
+from tests.integration.test_deploy import start_api
 
 pytestmark = pytest.mark.integration
 
@@ -48,18 +48,7 @@ def test_the_api_logs_a_failure_as_json_with_the_exception_and_answers_without_i
     monkeypatch.setenv("HERALD_LOG_FORMAT", "json")
     # A database that cannot open: every key check fails inside the request.
     monkeypatch.setenv("HERALD_DATABASE_URL", f"sqlite:///{tmp_path / 'missing' / 'herald.db'}")
-    port = free_port()
-    api = workers.spawn("api", "--port", str(port))
-    base = f"http://127.0.0.1:{port}"
-
-    def answering() -> bool:
-        assert api.poll() is None, workers.output()
-        try:
-            return httpx.get(f"{base}/openapi.json", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    wait_until(answering, timeout=30, interval=0.1)
+    base = start_api(workers, monkeypatch, tmp_path / "api")
     failed = httpx.get(f"{base}/api/v1/health", headers={"Authorization": "Bearer hk_abc_def"}, timeout=10)
     assert failed.status_code == 500
     assert failed.json()["error"]["code"] == "internal"

@@ -45,9 +45,14 @@ def scrape(client: TestClient, **headers: str) -> Samples:
     answer = client.get("/metrics", headers=headers)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain")
+    return samples_of(answer.text)
+
+
+def samples_of(text: str) -> Samples:
+    """Prometheus's text, as (name, labels) → value."""
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(answer.text)
+        for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
 
