@@ -21,6 +21,8 @@ from core.domain.errors import ConfigError
 #: hammers the database; longer leaves a lost job unrepaired (and arms that far ahead).
 TICK_MIN = 0.05
 TICK_MAX = 3600.0
+#: The ways herald's processes write their logs (HERALD_LOG_FORMAT).
+LOG_FORMATS = ("text", "json")
 
 
 def check_tick_seconds(value: float, name: str) -> float:
@@ -80,6 +82,11 @@ class Settings:
     #: The ``ffprobe`` program that tells a video's length and size; herald accepts a video
     #: with an unknown length where it is not installed.
     ffprobe: str = "ffprobe"
+    #: How every herald process writes its log: ``text`` lines, or ``json`` (one object a
+    #: line: time, level, logger, message, exception).
+    log_format: str = "text"
+    #: When set, ``GET /metrics`` takes ``Authorization: Bearer <this token>``; empty: open.
+    metrics_token: str = ""
 
     def __post_init__(self) -> None:
         check_database_url(self.database_url)
@@ -100,6 +107,8 @@ class Settings:
                 f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s): a stale lease is only taken "
                 "over once its last call has surely ended."
             )
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"HERALD_LOG_FORMAT={self.log_format!r}: give {' or '.join(LOG_FORMATS)}.")
         if self.max_attempts < 1:
             raise ConfigError("HERALD_MAX_ATTEMPTS must be at least 1.")
 

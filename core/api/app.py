@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from core.api import errors, routes
+from core.api import errors, metrics, routes
 
 
 def create_app() -> FastAPI:
@@ -17,6 +17,7 @@ def create_app() -> FastAPI:
     )
     errors.install(app)
     app.include_router(routes.router, prefix="/api/v1")
+    app.include_router(metrics.router)
     from core import web
 
     web.mount(app)

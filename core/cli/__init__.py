@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -340,7 +339,8 @@ def api(
 
     from core.api.app import create_app
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    # No logging config of uvicorn's own: its loggers go through herald's (HERALD_LOG_FORMAT).
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning", log_config=None)
 
 
 @app.command()
@@ -348,11 +348,13 @@ def run(
     demo: Annotated[bool, typer.Option(help="Seed demo channels and posts on the sandbox.")] = True,
     sandbox_port: Annotated[int, typer.Option(help="Port of the sandbox platform.")] = 8025,
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 2,
+    api_port: Annotated[int, typer.Option(help="Port of the API and the dashboard.")] = 8026,
 ) -> None:
-    """Run everything for the embedded default: database, queue, sandbox, workers."""
+    """Run everything for the embedded default: database, queue, sandbox, workers, reconciler,
+    and the API with the dashboard (printing a one-time login link to it)."""
     from core.cli.run import run_all
 
-    run_all(demo=demo, sandbox_port=sandbox_port, workers=workers)
+    run_all(demo=demo, sandbox_port=sandbox_port, workers=workers, api_port=api_port)
 
 
 @sandbox_app.command("serve")
@@ -387,7 +389,7 @@ cli_keys.register(keys_app)
 
 def main() -> None:
     """Entry point: errors reach people as one line that names the fix, never a traceback."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _configure_logging()
     try:
         # Outside standalone mode click returns an Exit's code instead of exiting.
         code = app(standalone_mode=False)
@@ -411,6 +413,18 @@ def main() -> None:
             raise
         exc.show()
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
+
+
+def _configure_logging() -> None:
+    """Every herald process logs as HERALD_LOG_FORMAT says, from its first line on."""
+    from core.cli import logs
+    from core.config import settings
+
+    try:
+        log_format = settings().log_format
+    except HeraldError:  # the command names the mistake when it reads its settings
+        log_format = "text"
+    logs.configure(log_format)
 
 
 def _refuse(message: str) -> NoReturn:

@@ -1,7 +1,8 @@
 """``herald run``: the whole embedded default in one process tree.
 
 The parent owns the embedded Redis-compatible server and hands its address to every
-child (sandbox platform, workers), so they all share one queue. Ctrl-C stops them all.
+child (sandbox platform, workers, reconciler, API server), so they all share one queue.
+It prints a one-time login link to the dashboard (never a key). Ctrl-C stops them all.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from adapters.sandbox.server import ensure_free
 from core.config import settings
 from core.domain.errors import UserError
 from core.runtime.queue import redis_url, stop_embedded
+from core.services.keys import login_link
 from core.store import db, schema
 from core.store.models import Channel
 
@@ -43,27 +45,55 @@ def _spawn(args: list[str], env: dict[str, str], log_dir: Path, name: str) -> su
     return subprocess.Popen([sys.executable, "-m", "core.cli", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def _wait_for_sandbox(url: str, child: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    """Wait until the sandbox ``child`` answers at ``url`` – that one, not another process
-    that took the port meanwhile."""
-    log = f"{settings().home}/sandbox.log"
+def _wait_for(
+    url: str, child: subprocess.Popen[bytes], name: str, option: str, *, says_pid: bool, timeout: float = 15.0
+) -> None:
+    """Wait until ``child`` answers at ``url`` – that one, not another process that took the
+    port meanwhile, where its answer says whose it is (``says_pid``: the sandbox's health).
+
+    Raises:
+        UserError: the child stopped, another process answers, or none did in time.
+    """
+    log = f"{settings().home}/{name}.log"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            raise UserError(f"the sandbox platform stopped at once; see {log} (is --sandbox-port taken?)")
+            raise UserError(f"the {name} stopped at once; see {log} (is {option} taken?)")
         try:
             answer = httpx.get(url, timeout=1.0)
         except httpx.TransportError:
             time.sleep(0.1)
             continue
-        try:
-            pid = answer.json().get("pid")
-        except (ValueError, AttributeError):  # not a sandbox's health answer
-            pid = None
-        if pid != child.pid:
-            raise UserError(f"another process answers at {url}: stop it, or give another --sandbox-port")
+        if says_pid:
+            try:
+                pid = answer.json().get("pid")
+            except (ValueError, AttributeError):  # not a sandbox's health answer
+                pid = None
+            if pid != child.pid:
+                raise UserError(f"another process answers at {url}: stop it, or give another {option}")
         return
     raise UserError(f"{url} did not answer within {timeout:g}s; see {log}")
+
+
+#: The key ``herald run`` makes once, to open the dashboard as the demo account's admin.
+RUN_KEY_NAME = "herald run"
+
+
+def dashboard_key() -> int:
+    """The id of the demo account's admin key for the dashboard, made on the first run.
+
+    Its secret is never shown: the dashboard is opened with one-time login links.
+    """
+    from core.domain.roles import Role
+    from core.services.channels import DEFAULT_ACCOUNT, account_named
+    from core.services.keys import create_key, list_keys
+
+    for key in list_keys(DEFAULT_ACCOUNT):
+        if key.name == RUN_KEY_NAME and key.role is Role.ADMIN and key.revoked_at is None and key.expires_at is None:
+            return key.id
+    with db.transaction() as s:
+        account_named(s, DEFAULT_ACCOUNT, create=True)  # a run without the demo has no channel yet
+    return create_key(DEFAULT_ACCOUNT, Role.ADMIN, name=RUN_KEY_NAME).key.id
 
 
 DEMO_ALT = "The word herald in white on dark blue, above an orange band"
@@ -141,14 +171,15 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
-    """Start everything, or refuse at once (before starting anything) when the sandbox
-    port is taken – by another ``herald run``, most likely.
+def run_all(*, demo: bool, sandbox_port: int, workers: int, api_port: int = 8026) -> None:
+    """Start everything, or refuse at once (before starting anything) when the sandbox's
+    or the API's port is taken – by another ``herald run``, most likely.
 
     Raises:
-        UserError: the sandbox port is out of range or taken, or the sandbox did not start.
+        UserError: a port is out of range or taken, or the sandbox or the API did not start.
     """
     ensure_free("127.0.0.1", sandbox_port, "--sandbox-port")
+    ensure_free("127.0.0.1", api_port, "--api-port")
     # Ctrl-C and SIGTERM both stop everything, even where this process was started with
     # SIGINT ignored (a shell's background job): a child left behind would keep the ports.
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -168,14 +199,23 @@ def run_all(*, demo: bool, sandbox_port: int, workers: int) -> None:
     children = [sandbox]
     children += [_spawn(["worker"], env, home, f"worker-{i}") for i in range(workers)]
     children.append(_spawn(["reconcile"], env, home, "reconciler"))
+    api_url = f"http://127.0.0.1:{api_port}"
     try:
-        _wait_for_sandbox(f"{sandbox_url}/sandbox/health", sandbox)
+        _wait_for(f"{sandbox_url}/sandbox/health", sandbox, "sandbox", "--sandbox-port", says_pid=True)
+        # Once the sandbox answers: fewer processes starting at once on a small machine.
+        api = _spawn(["api", "--port", str(api_port)], env, home, "api")
+        children.append(api)
         print(f"herald is running: database {cfg.database_url}, queue {env['HERALD_REDIS_URL']}")
         print(f"sandbox platform feed: {sandbox_url}/   (logs in {home}/)")
         if demo:
             ids = seed_demo(sandbox_url)
             print(f"demo posts {', '.join(map(str, ids))} go out in ~10 s: `herald post show {ids[0]}`")
-        webbrowser.open(f"{sandbox_url}/")
+        _wait_for(f"{api_url}/openapi.json", api, "api", "--api-port", says_pid=False)
+        key_id = dashboard_key()
+        print(f"API: {api_url}/api/v1   (documented at {api_url}/docs)")
+        # A login link works once: the browser gets one, the person another.
+        print(f"dashboard: {api_url}/login/{login_link(key_id)}   (a one-time login link, for 10 minutes)")
+        webbrowser.open(f"{api_url}/login/{login_link(key_id)}")
         print("Ctrl-C stops everything.")
         while all(child.poll() is None for child in children):
             time.sleep(0.5)

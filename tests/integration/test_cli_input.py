@@ -327,6 +327,14 @@ def test_a_second_herald_run_refuses_at_once_when_the_sandbox_port_is_taken(hera
     assert not (herald.home_path / "sandbox.log").exists()  # nothing was started
 
 
+def test_herald_run_refuses_at_once_when_the_api_port_is_taken(herald: Settings, taken_port: int) -> None:
+    assert refused("run", "--sandbox-port", str(free_port()), "--api-port", str(taken_port), timeout=30) == (
+        f"port {taken_port} is in use on 127.0.0.1 (another sandbox or `herald run` may be serving it): "
+        "stop that one, or give another with --api-port"
+    )
+    assert not (herald.home_path / "sandbox.log").exists()  # nothing was started
+
+
 @pytest.mark.parametrize("port", ["0", "70000"])
 def test_herald_run_on_a_sandbox_port_out_of_range_is_one_line(herald: Settings, port: str) -> None:
     assert refused("run", "--sandbox-port", port, timeout=30) == (

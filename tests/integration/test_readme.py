@@ -17,13 +17,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from core import config
+from core.config import Settings
+from core.domain.errors import Unauthenticated
+from core.domain.roles import Role
+from core.services.keys import redeem_login_link
+from core.store import db
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -46,8 +52,8 @@ def _free_port() -> int:
 
 
 class Running:
-    def __init__(self, env: dict[str, str], sandbox: str, demo: list[int]) -> None:
-        self.env, self.sandbox, self.demo = env, sandbox, demo
+    def __init__(self, env: dict[str, str], sandbox: str, demo: list[int], output: Callable[[], str]) -> None:
+        self.env, self.sandbox, self.demo, self.output = env, sandbox, demo, output
 
     def herald(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -86,7 +92,7 @@ def _wait(predicate: Any, timeout: float = 60.0) -> Any:
 def herald_run(tmp_path: Path) -> Iterator[Running]:
     if not (ROOT / ".venv" / "bin" / "activate").exists():
         pytest.skip("the README's script activates .venv, which `make test` creates")
-    port = _free_port()
+    port, api_port = _free_port(), _free_port()
     sandbox = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
     env.update(
@@ -98,7 +104,7 @@ def herald_run(tmp_path: Path) -> Iterator[Running]:
     )
     log = (tmp_path / "run.log").open("w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "run", "--sandbox-port", str(port)],
+        [sys.executable, "-m", "core.cli", "run", "--sandbox-port", str(port), "--api-port", str(api_port)],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -107,17 +113,19 @@ def herald_run(tmp_path: Path) -> Iterator[Running]:
     )
     try:
 
-        def demo_ids() -> list[int] | None:
+        def output() -> str:
             log.seek(0)
-            found = re.search(r"demo posts ([\d, ]+) go out", log.read())
+            return log.read()
+
+        def demo_ids() -> list[int] | None:
+            found = re.search(r"demo posts ([\d, ]+) go out", output())
             if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"herald run stopped: {log.read()}")
+                pytest.fail(f"herald run stopped: {output()}")
             return [int(i) for i in found.group(1).split(",")] if found else None
 
         demo = _wait(demo_ids)
         assert demo, "herald run did not seed its demo"
-        running = Running(env, sandbox, demo)
+        running = Running(env, sandbox, demo, output)
         # A newcomer reads the feed first: the demo posts are out before the script runs.
         assert _wait(lambda: all(running.post(i)["status"] == "published" for i in demo))
         yield running
@@ -132,6 +140,7 @@ def herald_run(tmp_path: Path) -> Iterator[Running]:
 
 
 def test_the_demo_goes_out_once_on_every_channel_the_real_adapters_included(herald_run: Running) -> None:
+    _the_dashboard_link_logs_in_once_and_no_key_is_printed(herald_run)
     posts = herald_run.sandbox_posts()
     by_strategy: dict[str, list[dict[str, Any]]] = {}
     for post in posts:
@@ -150,6 +159,33 @@ def test_the_demo_goes_out_once_on_every_channel_the_real_adapters_included(hera
         assert [p["reply_to"] for p in thread[1:]] == [p["id"] for p in thread[:-1]], strategy
         (pictured,) = [p for p in found if p["media"]]
         assert pictured["media"][0]["alt"].startswith("The word herald"), strategy
+
+
+def _the_dashboard_link_logs_in_once_and_no_key_is_printed(herald_run: Running) -> None:
+    """(In the demo's test: each test here pays for a whole `herald run`.)"""
+    found = _wait(lambda: re.search(r"^dashboard: (http://\S+)/login/(\S+) ", herald_run.output(), flags=re.M))
+    assert found, herald_run.output()
+    base, token = found.group(1), found.group(2)
+    assert httpx.get(f"{base}/openapi.json", timeout=10).json()["info"]["title"] == "herald"
+    # Only a login link is ever printed, never an API key (hk_…).
+    assert "hk_" not in herald_run.output()
+    opened = httpx.get(f"{base}/login/{token}", timeout=10, follow_redirects=False)
+    if opened.status_code != 404:  # the dashboard's login route: a session, then the calendar
+        assert (opened.status_code, opened.headers["location"]) in {(303, "/"), (302, "/"), (307, "/")}, opened
+        assert httpx.get(f"{base}/login/{token}", timeout=10, follow_redirects=False).status_code != opened.status_code
+        return
+    # Before the dashboard serves /login/{token}: the link's token is the one-time login,
+    # redeemed here through the service the page calls.
+    database = herald_run.env["HERALD_DATABASE_URL"]
+    config.use(Settings(database_url=database, home=herald_run.env["HERALD_HOME"]))
+    try:
+        who = redeem_login_link(token)
+        assert (who.account, who.role) == ("default", Role.ADMIN)
+        with pytest.raises(Unauthenticated):
+            redeem_login_link(token)
+    finally:
+        config.use(None)
+        db.dispose_all()
 
 
 # herald run, its demo, then every block with the sleeps it says: longer than one test's default.

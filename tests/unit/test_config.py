@@ -184,3 +184,10 @@ def test_a_shown_database_url_never_carries_its_password() -> None:
 
 def test_plugins_toml_defaults_to_none_named() -> None:
     assert Settings().plugins_toml == ""
+
+
+@pytest.mark.parametrize("raw", ["JSON", "xml", "logfmt"])
+def test_a_log_format_herald_does_not_write_is_refused_naming_both_it_writes(raw: str) -> None:
+    with pytest.raises(ConfigError, match=r"HERALD_LOG_FORMAT=.*: give text or json"):
+        from_env({"HERALD_LOG_FORMAT": raw})
+    assert from_env({"HERALD_LOG_FORMAT": "json"}).log_format == "json"
