@@ -6,13 +6,13 @@ a post and an alarm each, and a key of every role for the first.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from adapters.sandbox.server import SandboxServer
@@ -26,13 +26,8 @@ from core.services.media import add_media
 from core.services.posts import submit_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Channel
-from tests.integration.media_files import png
-
-with warnings.catch_warnings():
-    # Starlette's TestClient asks for httpx2, which herald does not depend on; httpx works.
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
 from tests.integration import conftest as integration
+from tests.integration.media_files import png
 
 # The integration tests' fixtures, shared: one database, Redis and sandbox per session.
 database_url = integration.database_url

@@ -16,7 +16,6 @@ from core.config import Settings
 from core.domain.roles import Role
 from core.services.channels import DEFAULT_ACCOUNT, add_channel
 from core.services.keys import create_key
-from core.services.posts import create_post
 from core.store import db
 from tests.integration.conftest import Sandbox, Workers, post_json, wait_until
 from tests.integration.test_cli_input import free_port
@@ -67,18 +66,29 @@ def test_two_api_servers_and_two_workers_with_their_own_homes_share_one_database
     for i in (1, 2):
         monkeypatch.setenv("HERALD_HOME", str(tmp_path / f"worker-{i}"))
         workers.start()
-    key = create_key(DEFAULT_ACCOUNT, Role.VIEWER).secret
+    key = create_key(DEFAULT_ACCOUNT, Role.MANAGER).secret
     bearer = {"Authorization": f"Bearer {key}"}
     for base in (one, two):
         assert httpx.get(f"{base}/api/v1/health", headers=bearer, timeout=10).status_code == 200
 
-    # POST /api/v1/posts is not on main yet: the posts are made through the service it calls.
-    ids = [create_post(channels=["n1"], parts=[f"deployed {i}"]) for i in range(POSTS)]
+    # Made through API 1, each with its idempotency key sent twice: one post each.
+    ids = []
+    for i in range(POSTS):
+        asked = {"channels": ["n1"], "parts": [f"deployed {i}"]}
+        headers = {**bearer, "Idempotency-Key": f"deploy-{i}"}
+        made = [httpx.post(f"{one}/api/v1/posts", json=asked, headers=headers, timeout=10) for _ in range(2)]
+        assert [m.status_code for m in made] == [201, 201], made[0].text
+        assert made[0].json()["post_id"] == made[1].json()["post_id"]
+        ids.append(made[0].json()["post_id"])
 
     wait_until(lambda: all(post_json(i)["status"] == "published" for i in ids), timeout=90, interval=0.3)
     texts = sorted(p["text"] for p in platform.posts())
     assert texts == sorted(f"deployed {i}" for i in range(POSTS)), "each post once, none twice"
     for base in (one, two):
         assert published_attempts(base) == POSTS
+    # ...and seen from API 2 as published.
+    for post_id in ids:
+        shown = httpx.get(f"{two}/api/v1/posts/{post_id}", headers=bearer, timeout=10)
+        assert (shown.status_code, shown.json()["status"]) == (200, "published"), shown.text
     # Nothing was sealed with a key of a home's own: every process used the shared one.
     assert not list(tmp_path.glob("*/secret.key"))

@@ -4,14 +4,13 @@ when HERALD_METRICS_TOKEN is set."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from starlette.exceptions import StarletteDeprecationWarning
 
 from core import config
 from core.api import metrics
@@ -24,11 +23,6 @@ from core.services.posts import create_post
 from reconciler.tick import tick
 from tests.integration.conftest import Sandbox
 from tests.integration.test_query_plans import plan
-
-with warnings.catch_warnings():
-    # Starlette's TestClient asks for httpx2, which herald does not install; httpx works.
-    warnings.simplefilter("ignore", StarletteDeprecationWarning)
-    from fastapi.testclient import TestClient
 
 pytestmark = pytest.mark.integration
 

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
+from fastapi.testclient import TestClient
 
 from core.config import Settings
 from core.domain.roles import Role
@@ -24,11 +24,6 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures of the dashboa
     sandbox,
     sandbox_url,
 )
-
-with warnings.catch_warnings():
-    # Starlette's TestClient asks for httpx2, which herald does not depend on; httpx works.
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
 
 SECRET = "t-ok-never-shown-0123456789"
 
