@@ -34,7 +34,9 @@ def register(app: typer.Typer) -> None:
             return
         table = Table("name", "version", "strategy", "key_ttl", "plugin", "enabled")
         for r in rows:
-            ttl = "-" if r.key_ttl is None else f"{r.key_ttl:g}s"
+            # A native key without a window (Bluesky's record key) dedupes for good.
+            forever = r.strategy == "native_key"
+            ttl = f"{r.key_ttl:g}s" if r.key_ttl is not None else "forever" if forever else "-"
             table.add_row(r.name, r.version, r.strategy, ttl, r.plugin, "yes" if r.enabled else "no")
         out.print(table)
         loaded = Table("plugin", "hooks", title="plugins")

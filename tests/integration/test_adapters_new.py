@@ -143,6 +143,10 @@ def test_plain_adapters_still_lists_and_json_is_only_for_the_list(tmp_path: Path
     listed = herald(tmp_path, "adapters")
     assert listed.returncode == 0, listed.stderr
     assert "sandbox-native" in listed.stdout and "herald_register_adapters" in listed.stdout
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in listed.stdout.splitlines() if "│" in line]
+    windows = {row[0]: row[3] for row in cells if len(row) == 6}
+    # A key window per native_key adapter; Bluesky's record key dedupes for good; none has none.
+    assert (windows["bluesky"], windows["mastodon"], windows["telegram"]) == ("forever", "3600s", "-")
     rows = json.loads(herald(tmp_path, "adapters", "--json").stdout)
     assert {row["name"] for row in rows} >= {"sandbox-native", "telegram", "webhook"}
     assert set(rows[0]) == {"name", "version", "strategy", "key_ttl", "plugin", "enabled"}
