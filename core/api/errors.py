@@ -26,6 +26,7 @@ from core.domain.errors import (
     IdempotencyMismatch,
     NotFound,
     StaleRevision,
+    TooManyAttempts,
     Unauthenticated,
     UserError,
 )
@@ -121,6 +122,7 @@ def code_of(exc: HeraldError) -> ErrorCode:
     for kind, code in (
         (Unauthenticated, ErrorCode.UNAUTHENTICATED),
         (Forbidden, ErrorCode.FORBIDDEN),
+        (TooManyAttempts, ErrorCode.RATE_LIMITED),
         (NotFound, ErrorCode.NOT_FOUND),
         (StaleRevision, ErrorCode.STALE_REVISION),
         (IdempotencyMismatch, ErrorCode.IDEMPOTENCY_MISMATCH),

@@ -11,7 +11,8 @@
     │   │   └── IdempotencyInProgress the first create with the key has not finished
     │   ├── ConfigError           a setting or plugins.toml entry that cannot work
     │   ├── Unauthenticated       no API key or login, or one unknown, expired or revoked
-    │   └── Forbidden             the key's role does not allow the action
+    │   ├── Forbidden             the key's role does not allow the action
+    │   └── TooManyAttempts       too many logins from one address: wait, then try again
     ├── PublishError              the outcome of one platform call that did not confirm a post
     │   ├── NotSent               provably never reached the platform: safe to send again
     │   │   └── MediaNotReady     an attachment is still processing on the platform: not sent
@@ -73,6 +74,10 @@ class Unauthenticated(UserError):
 
 class Forbidden(UserError):
     """The key's role does not allow this action (``core.domain.roles``)."""
+
+
+class TooManyAttempts(UserError):
+    """Too many attempts (dashboard logins) from one client in a short time."""
 
 
 class PublishError(HeraldError):

@@ -24,7 +24,7 @@ from core.api.errors import STATUS, code_of
 from core.domain.errors import HeraldError, Unauthenticated
 from core.domain.roles import Action, allows
 from core.services.keys import Principal
-from core.web.session import CSRF_FIELD, LoginRateLimited, csrf_token
+from core.web.session import CSRF_FIELD, csrf_token
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -79,7 +79,7 @@ def error_page(request: Request, exc: HeraldError) -> Response:
         if request.method == "GET" and request.url.path != "/login":
             request.session["flash"] = {"kind": "error", "text": str(exc)}
         return RedirectResponse("/login", status_code=303)
-    status = 429 if isinstance(exc, LoginRateLimited) else STATUS[code_of(exc)]
+    status = STATUS[code_of(exc)]
     message = str(exc) if status < 500 else "herald could not do this; the server's log says what failed"
     if request.headers.get("HX-Request"):
         return HTMLResponse(f'<p class="flash error" role="alert">{_escape(message)}</p>', status_code=status)

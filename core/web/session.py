@@ -29,7 +29,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from core.domain.errors import Forbidden, HeraldError, Unauthenticated
+from core.domain.errors import Forbidden, TooManyAttempts, Unauthenticated
 from core.domain.roles import Action, Role, allows
 from core.services.keys import Principal, principal_of
 from core.store import sealing
@@ -42,10 +42,6 @@ CSRF_HEADER = "X-CSRF-Token"
 #: Login attempts per client address per :data:`LOGIN_WINDOW` seconds.
 LOGIN_ATTEMPTS = 10
 LOGIN_WINDOW = 60.0
-
-
-class LoginRateLimited(HeraldError):
-    """Too many login attempts from one address."""
 
 
 def session_secret() -> str:
@@ -142,7 +138,7 @@ class LoginLimiter:
         """Count an attempt from ``address``.
 
         Raises:
-            LoginRateLimited: too many in the window.
+            TooManyAttempts: too many in the window.
         """
         now = self.clock()
         with self._lock:
@@ -151,7 +147,7 @@ class LoginLimiter:
                 seen.popleft()
             if len(seen) >= self.attempts:
                 wait = int(seen[0] + self.window - now) + 1
-                raise LoginRateLimited(f"too many login attempts from this address: wait {wait} s and try again")
+                raise TooManyAttempts(f"too many login attempts from this address: wait {wait} s and try again")
             seen.append(now)
             # Forget idle addresses, so the table cannot grow without bound.
             if len(self._seen) > 10_000:
