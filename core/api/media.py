@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, UploadFile
 
 from core.api.auth import Reader, Scheduler
-from core.api.models import PathId
+from core.api.models import PathId, refuse_nul
 from core.services.media import Added, MediaView, add_media, show_media
 from core.services.views import Json, jsonable
 
@@ -25,6 +25,7 @@ def upload(
     alt: Annotated[str | None, Form(description="Alt text: what the picture shows.")] = None,
 ) -> Json:
     """Keep an image or a video for posts; its type, size and dimensions are read now."""
+    refuse_nul([alt, file.filename], "the form")
     name = Path(file.filename or "").name or "upload"
     with tempfile.TemporaryDirectory(prefix="herald-upload-") as folder:
         path = Path(folder) / name

@@ -8,11 +8,12 @@ local time with ``zone``), ``delay`` (from now: ``30s``, ``5m``, ``2h``, ``1d``)
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.api.errors import ApiError, ErrorCode
 from core.services.editing import EditMode
 from core.services.media import AttachmentSpec
 
@@ -24,10 +25,48 @@ MAX_ID = 2**31 - 1
 PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
+def without_nul(value: Any, where: str = "body") -> None:
+    """Refuse a NUL character anywhere in ``value`` (its strings, keys and items): no text
+    herald keeps may hold one (PostgreSQL's text cannot).
+
+    Raises:
+        ValueError: there is one.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where} holds a NUL character (\\u0000), which no text may")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            without_nul(key, where)
+            without_nul(item, where)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            without_nul(item, where)
+
+
+def refuse_nul(value: Any, where: str) -> None:
+    """:func:`without_nul` for what no model reads (paths, queries, form fields).
+
+    Raises:
+        ApiError: ``invalid_request``.
+    """
+    try:
+        without_nul(value, where)
+    except ValueError as exc:
+        raise ApiError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+
+
 class Body(BaseModel):
-    """A request body: a field the route does not know is refused, not ignored."""
+    """A request body: a field the route does not know is refused, not ignored; no text
+    in it may hold a NUL character."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        without_nul(data)
+        return data
 
 
 class Attachment(Body):

@@ -9,10 +9,22 @@ the same objects.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 
 from core.api import account, channels, media, posts, watch
+from core.api.models import refuse_nul
 
-router = APIRouter()
+
+def no_nul_in_path_or_query(request: Request) -> None:
+    """Refuse a NUL character in a path parameter or a query value (a channel's name, a search).
+
+    Raises:
+        ApiError: ``invalid_request``.
+    """
+    refuse_nul(dict(request.path_params), "the path")
+    refuse_nul(list(request.query_params.multi_items()), "the query")
+
+
+router = APIRouter(dependencies=[Depends(no_nul_in_path_or_query)])
 for resource in (posts, channels, media, watch, account):
     router.include_router(resource.router)

@@ -138,6 +138,24 @@ def test_every_error_has_the_one_shape(world: World, client: TestClient) -> None
     _error(client.post("/api/v1/account/stop", headers=world.auth(Role.VIEWER)), 403, "forbidden")
 
 
+def test_a_nul_character_anywhere_is_an_invalid_request_not_a_server_error(world: World, client: TestClient) -> None:
+    # schemathesis found it: PostgreSQL's text cannot hold NUL, and a channel named "\x00"
+    # reached the database as a 500.
+    admin = world.auth(Role.ADMIN)
+    asked = [
+        client.post("/api/v1/posts", headers=admin, json={"channels": ["\x00"], "parts": ["x"]}),
+        client.post("/api/v1/posts", headers=admin, json={"channels": ["a1"], "parts": ["a\x00b"]}),
+        client.get("/api/v1/posts", headers=admin, params={"search": "a\x00"}),
+        client.get("/api/v1/channels/a%00", headers=admin),
+        client.post(
+            "/api/v1/media", headers=admin, files={"file": ("x.png", b"\x89PNG\r\n", "image/png")}, data={"alt": "\x00"}
+        ),
+    ]
+    for answer in asked:
+        _error(answer, 422, "invalid_request")
+        assert "NUL" in answer.json()["error"]["message"]
+
+
 def test_every_reason_is_explained_and_a_delivery_carries_its_own(world: World, client: TestClient) -> None:
     viewer = world.auth(Role.VIEWER)
     listed = client.get("/api/v1/reasons", headers=viewer).json()
