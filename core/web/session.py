@@ -29,7 +29,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from core.domain.errors import Forbidden, TooManyAttempts, Unauthenticated
+from core.domain.errors import Forbidden, TooManyAttempts, Unauthenticated, UserError
 from core.domain.roles import Action, Role, allows
 from core.services.keys import Principal, principal_of
 from core.store import sealing
@@ -66,9 +66,13 @@ async def check_csrf(request: Request) -> None:
         Forbidden: no token, or not this session's.
     """
     expected = request.session.get(CSRF_FIELD)
+    form = await request.form()
+    # No text herald keeps may hold a NUL character (PostgreSQL's text cannot): refused here,
+    # for every form, before any page reads it.
+    if any(isinstance(value, str) and "\x00" in value for _, value in form.multi_items()):
+        raise UserError("a field of this form holds a NUL character, which no text may: remove it and send it again")
     given = request.headers.get(CSRF_HEADER)
     if given is None:
-        form = await request.form()
         field = form.get(CSRF_FIELD)
         given = field if isinstance(field, str) else None
     if not isinstance(expected, str) or given is None or not hmac.compare_digest(expected, given):

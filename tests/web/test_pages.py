@@ -12,6 +12,7 @@ from core.domain.roles import Role
 from core.domain.states import DeliveryStatus, PostStatus, Reason
 from core.runtime import job
 from core.services.channels import add_channel
+from core.services.finding import PostQuery, list_posts
 from core.services.keys import create_key, login_link, revoke_key
 from core.services.posts import create_post, show_post
 from tests.integration.conftest import Sandbox
@@ -252,3 +253,18 @@ def test_composer_creates_a_scheduled_post_and_refuses_a_past_slot(browser: Brow
     )
     assert (past.status_code, past.headers["location"]) == (303, "/compose")
     assert "past" in client.get("/compose").text
+
+
+def test_a_form_text_with_a_nul_character_is_refused_not_a_server_error(
+    browser: Browser, accounts: dict[str, str]
+) -> None:
+    client = browser(Role.MANAGER)
+    token = csrf_of(client.get("/compose").text)
+    sent = client.post(
+        "/compose",
+        data={"csrf": token, "channel": "a1", "part": "nul\x00here", "when": "now"},
+        headers={"referer": "http://dash.test/compose"},
+    )
+    assert (sent.status_code, sent.headers["location"]) == (303, "/compose")
+    assert "NUL character" in client.get("/compose").text
+    assert list_posts(PostQuery()).rows == ()
