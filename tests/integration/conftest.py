@@ -318,3 +318,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+#: The sandbox platform's own HTTP tests (tests/integration/test_sandbox_*.py): a sandbox
+#: server of the module's own, and a client that starts each test with its memory emptied.
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer() as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: SandboxServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=5.0) as http:
+        http.delete("/sandbox/posts").raise_for_status()
+        yield http

@@ -6,17 +6,14 @@ end to end against it; its posts are counted by the oracle like any post."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
-from PIL import Image
 
 from adapters.bluesky import Bluesky
 from adapters.sandbox.server import SandboxServer
@@ -24,6 +21,7 @@ from core.plugins import Attachment, PublishContext, UploadContext, VerifyContex
 from core.plugins.adapter import MediaFile
 from core.plugins.channel_settings import check_settings
 from tests.integration.conftest import wait_until
+from tests.integration.sandbox_http import MP4, image
 
 pytestmark = pytest.mark.integration
 
@@ -35,27 +33,7 @@ CREATED_AT = "2026-03-01T12:00:00.000Z"
 INTERNAL = {"error": "InternalServerError", "message": "Internal Server Error"}
 
 
-def image(kind: str = "PNG", color: str = "red") -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (4, 4), color).save(buffer, kind)
-    return buffer.getvalue()
-
-
 PNG = image()
-MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2mp41" + b"\x00" * 64
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer() as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: SandboxServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=5.0) as http:
-        http.delete("/sandbox/posts").raise_for_status()
-        yield http
 
 
 @pytest.fixture

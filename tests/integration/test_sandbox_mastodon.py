@@ -5,17 +5,14 @@ adapter runs end to end against it; its statuses are counted by the oracle like 
 from __future__ import annotations
 
 import hashlib
-import io
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from PIL import Image
 
 from adapters.mastodon import Mastodon
 from adapters.sandbox.server import SandboxServer
@@ -32,6 +29,7 @@ from core.plugins import (
 from core.plugins.adapter import MediaFile
 from core.plugins.channel_settings import check_settings
 from tests.integration.conftest import wait_until
+from tests.integration.sandbox_http import MP4, image
 
 pytestmark = pytest.mark.integration
 
@@ -42,28 +40,7 @@ MEDIA = "/mastodon/api/v2/media"
 NOT_READY = "Cannot attach files that have not finished processing. Try again in a moment!"
 
 
-def image(kind: str = "PNG", color: str = "red") -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (4, 4), color).save(buffer, kind)
-    return buffer.getvalue()
-
-
 PNG = image()
-#: Enough of an MP4 for a check of its type: a box size, ``ftyp`` and a brand.
-MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2mp41" + b"\x00" * 64
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer() as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: SandboxServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=5.0) as http:
-        http.delete("/sandbox/posts").raise_for_status()
-        yield http
 
 
 def status(

@@ -5,18 +5,16 @@ them, the oracle that counts them, and a state file that keeps them over a resta
 from __future__ import annotations
 
 import hashlib
-import io
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from PIL import Image
 
 from adapters.sandbox.server import SandboxServer
 from tests.integration.conftest import wait_until
+from tests.integration.sandbox_http import MP4, image
 from tests.integration.test_cli import herald_cmd
 
 pytestmark = pytest.mark.integration
@@ -25,28 +23,7 @@ MB = 1024 * 1024
 AUTH = {"Authorization": "Bearer t0ken"}
 
 
-def image(kind: str, color: str = "red") -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (4, 4), color).save(buffer, kind)
-    return buffer.getvalue()
-
-
 PNG, JPEG, GIF, WEBP = image("PNG"), image("JPEG"), image("GIF"), image("WEBP")
-#: Enough of an MP4 for the platform's check of its type: a box size, ``ftyp`` and a brand.
-MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2mp41" + b"\x00" * 64
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer() as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: SandboxServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=5.0) as http:
-        http.delete("/sandbox/posts").raise_for_status()
-        yield http
 
 
 def upload(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,19 +13,6 @@ from adapters.sandbox.server import SandboxServer
 from tests.integration.conftest import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer() as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: SandboxServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=5.0) as http:
-        http.delete("/sandbox/posts").raise_for_status()
-        yield http
 
 
 def post(
