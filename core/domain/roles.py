@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from core.domain.errors import Forbidden
+
 
 class Role(enum.StrEnum):
     #: Everything, keys and the account's emergency stop included.
@@ -45,3 +47,10 @@ ALLOWED: dict[Role, frozenset[Action]] = {
 
 def allows(role: Role, action: Action) -> bool:
     return action in ALLOWED[role]
+
+
+def require(role: Role, action: Action, what: str = "key") -> None:
+    """Raises: Forbidden: ``role`` does not allow ``action``; the message names the roles that do."""
+    if not allows(role, action):
+        needed = " or ".join(sorted(r.value for r in Role if allows(r, action)))
+        raise Forbidden(f"a {role.value} {what} cannot {action.value}: it takes a key of role {needed}")

@@ -30,7 +30,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from core.domain.errors import Forbidden, TooManyAttempts, Unauthenticated, UserError
-from core.domain.roles import Action, Role, allows
+from core.domain.roles import Action, require
 from core.services.keys import Principal, principal_of
 from core.store import sealing
 
@@ -112,9 +112,7 @@ def requires(action: Action) -> Callable[..., Principal]:
     """A dependency: the session's principal, if its role allows ``action``."""
 
     def allowed(who: Annotated[Principal, Depends(viewer)]) -> Principal:
-        if not allows(who.role, action):
-            needed = " or ".join(sorted(r.value for r in Role if allows(r, action)))
-            raise Forbidden(f"a {who.role.value} login cannot {action.value}: it takes a key of role {needed}")
+        require(who.role, action, "login")
         return who
 
     return allowed
