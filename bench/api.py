@@ -4,9 +4,10 @@ the same uvicorn server in the same run.
 One uvicorn process serves herald's app with one more route, ``POST /bench/bare``, which
 reads the same JSON body and answers a constant: what FastAPI, uvicorn and the loopback
 cost without herald. The clients (one asyncio loop in this process, 20 requests in
-flight) create posts an hour ahead on one sandbox channel with an admin key, so every
-create is checked, written and armed (a scheduled job in Redis). Rounds alternate between
-the two routes so drift on a shared machine hits both; the ratio is of the medians.
+flight) create posts 50 minutes ahead (within the arming horizon) on one sandbox channel
+with an admin key, so every create is checked, written and armed (a scheduled job in
+Redis). Rounds alternate between the two routes so drift on a shared machine hits both;
+the ratio is of the medians.
 
     python -m bench.api [--backend sqlite|postgresql] [--requests N] [--rounds R] [--clients C]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -24,7 +26,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from bench.stack import ROOT, Stack, _free_port, _wait_http, stack
+from bench.stack import ROOT, Stack, _free_port, _wait_http, stack, versions
 from core.api.app import create_app
 from core.domain.roles import Role
 from core.services.channels import add_channel
@@ -50,7 +52,7 @@ async def _rate(url: str, headers: dict[str, str], requests: int, clients: int, 
 
         async def worker() -> None:
             for i in counter:
-                body = {"channels": ["bench-api"], "parts": [f"bench post {time.monotonic_ns()} {i}"], "delay": "1h"}
+                body = {"channels": ["bench-api"], "parts": [f"bench post {time.monotonic_ns()} {i}"], "delay": "50m"}
                 answer = await client.post(path, json=body)
                 if answer.status_code >= 300:
                     raise SystemExit(f"{path}: {answer.status_code} {answer.text}")
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=1000, help="requests per round and route")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     with stack(args.backend, "api") as running:
         add_channel("bench-api", "sandbox-native", {"base_url": running.sandbox_url, "token": "t-ok"})
@@ -84,6 +87,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bare FastAPI endpoint: {bare:,.0f} requests/s (median)")
         print(f"POST /api/v1/posts:    {posts:,.0f} posts/s (median)")
         print(f"ratio: POST /posts runs at {posts / bare:.2f} of the bare endpoint's rate ({bare / posts:.1f}x slower)")
+        result = {
+            "backend": args.backend,
+            "clients": args.clients,
+            "rounds": args.rounds,
+            "requests": args.requests,
+            "bare_per_s": bare,
+            "posts_per_s": posts,
+            "bare_rounds": rates["/bench/bare"],
+            "posts_rounds": rates["/api/v1/posts"],
+            "ratio": posts / bare,
+            "versions": versions(args.backend),
+        }
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump([result], out, indent=2, default=str)
     return 0
 
 

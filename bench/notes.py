@@ -84,6 +84,32 @@ def _rows(runs: list[dict[str, Any]]) -> list[str]:
                     f"({w['large_rows']} rows) | {_f(w['small_ms'], 1)} ms on {r['small_posts']:,} posts "
                     f"({w['small_rows']} rows) | {_f(r['ratio'])} | ≤ 2 | {_verdict(r['pass'])} |"
                 )
+            elif name == "calendar":
+                rows.append(
+                    f"| calendar month | {b} | {_f(r['large_ms'], 1)} ms on {r['large_posts']:,} posts "
+                    f"({r['large_rows']} cards) | {_f(r['small_ms'], 1)} ms on {r['small_posts']:,} posts "
+                    f"({r['small_rows']} cards) | {_f(r['ratio'])} | ≤ 2 | {_verdict(r['pass'])} |"
+                )
+            elif name == "horizon":
+                mb = 1024 * 1024
+                rows.append(
+                    f"| arming horizon: Redis memory | {b} | {_f(r['redis_used_bytes']['large'] / mb)} MB with "
+                    f"{r['large_posts']:,} posts over {r['days']} days ({r['jobs_after_first_pass']['large']} jobs) | "
+                    f"{_f(r['redis_used_bytes']['small'] / mb)} MB with {r['small_posts']:,} "
+                    f"({r['jobs_after_first_pass']['small']} jobs) | {_f(r['memory_ratio'])} | ≤ 1.5 | "
+                    f"{_verdict(r['memory_ratio'] <= 1.5)} |"
+                )
+                rows.append(
+                    f"| arming horizon: reconciler tick | {b} | {_f(r['large_tick_ms'], 1)} ms on "
+                    f"{r['large_posts']:,} posts | {_f(r['small_tick_ms'], 1)} ms on {r['small_posts']:,} posts | "
+                    f"{_f(r['tick_ratio'])} | ≤ 2 | {_verdict(r['tick_ratio'] <= 2)} |"
+                )
+            elif name == "api":
+                rows.append(
+                    f"| API `POST /posts` (informative) | {b} | {_f(r['posts_per_s'], 0)} posts/s, "
+                    f"{r['clients']} clients | {_f(r['bare_per_s'], 0)} requests/s on a bare FastAPI endpoint | "
+                    f"{_f(r['ratio'])} | – | – |"
+                )
             elif name == "memory":
                 rows.append(
                     f"| memory | {b} | worker peak RSS {_f(r['peak_mb'], 0)} MB after {r['publishes']:,} publishes | "
@@ -166,6 +192,26 @@ def _details(runs: list[dict[str, Any]]) -> list[str]:
                     f"* {r['backend']}: median of {r['runs']} alternating pages; fastest {_f(w['large_ms_min'], 1)} ms "
                     f"(large) and {_f(w['small_ms_min'], 1)} ms (small); bulk load of the large table "
                     f"{r['load_seconds']['large']:.0f} s. For information, in the same week: {others}."
+                )
+            elif run["name"] == "calendar":
+                out.append(
+                    f"* {r['backend']}: median of {r['runs']} alternating months; bulk load of the large table "
+                    f"{r['load_seconds']['large']:.0f} s."
+                )
+            elif run["name"] == "horizon":
+                mb = 1024 * 1024
+                out.append(
+                    f"* {r['backend']}: an empty server holds {_f(r['redis_empty_bytes']['large'] / mb)} MB; one job "
+                    f"costs {r['bytes_per_job']:.0f} bytes, so without the horizon the {r['large_posts']:,} posts "
+                    f"would hold {r['large_without_horizon_bytes'] / mb:.0f} MB. Median of {r['ticks']} alternating "
+                    f"ticks, each a minute on: {_f(r['armed_per_tick']['large'], 1)} posts armed a tick (large), "
+                    f"{_f(r['armed_per_tick']['small'], 2)} (small)."
+                )
+            elif run["name"] == "api":
+                out.append(
+                    f"* {r['backend']}: {r['rounds']} alternating rounds of {r['requests']} requests; posts/s per "
+                    f"round {', '.join(_f(x, 0) for x in r['posts_rounds'])}, bare requests/s "
+                    f"{', '.join(_f(x, 0) for x in r['bare_rounds'])}."
                 )
             elif run["name"] == "memory":
                 out.append(

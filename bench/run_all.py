@@ -33,6 +33,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "post_list": ([], ["--large", "100000", "--runs", "5"]),
     "calendar": ([], ["--large", "100000", "--runs", "5"]),
     "memory": ([], ["--publishes", "1000"]),
+    "horizon": ([], ["--large", "100000", "--ticks", "5"]),
+    "api": ([], ["--requests", "200", "--rounds", "1"]),
 }
 
 

@@ -60,6 +60,10 @@ class Settings:
     call_timeout: float = 10.0
     #: Seconds between reconciler ticks (from TICK_MIN to TICK_MAX).
     tick_seconds: float = 60.0
+    #: Only posts due within this many seconds hold a job in Redis (§7); the reconciler
+    #: arms the others as they enter it. At least a tick, so none enters and falls due
+    #: between two.
+    arming_horizon: float = 3600.0
     #: Seconds after its last attempt during which a read_back delivery is read back on
     #: every tick: a platform's search may show a copy only some time after it was made.
     readback_settle_seconds: float = 300.0
@@ -96,6 +100,12 @@ class Settings:
             if isinstance(value, float | int) and not (math.isfinite(value) and value > 0) and not may_be_zero:
                 raise ConfigError(f"HERALD_{f.name.upper()}={value!r}: must be a positive number.")
         check_tick_seconds(self.tick_seconds, "HERALD_TICK_SECONDS")
+        if self.arming_horizon < self.tick_seconds:
+            raise ConfigError(
+                f"HERALD_ARMING_HORIZON ({self.arming_horizon:g}s) must be at least "
+                f"HERALD_TICK_SECONDS ({self.tick_seconds:g}s): a post entering it must be armed "
+                "by a tick before its slot."
+            )
         if self.call_timeout >= self.lease_seconds:
             raise ConfigError(
                 f"HERALD_CALL_TIMEOUT ({self.call_timeout:g}s) must be shorter than "

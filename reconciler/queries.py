@@ -22,6 +22,12 @@ def due_posts(horizon: datetime) -> Select[int]:
     return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at <= horizon)
 
 
+def entering_posts(after: datetime, until: datetime) -> Select[int]:
+    """Scheduled posts whose slot entered the arming horizon since the last pass: after
+    ``after`` and at or before ``until`` (ix_posts_status_scheduled_at)."""
+    return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at > after, Post.scheduled_at <= until)
+
+
 def stale_leases(before: datetime) -> Select[int]:
     """Posts whose lease expired before ``before`` (now − grace) (ix_posts_lease_expires_at)."""
     return select(Post.id).where(Post.lease_expires_at < before)

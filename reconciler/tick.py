@@ -1,5 +1,9 @@
 """The reconciler (§7): find what should be moving and is not, and arm it.
 
+Only posts due within the arming horizon hold a job (§7): each pass also arms the posts
+whose slot entered the horizon since the previous pass, with one indexed query, so its
+cost grows with the posts due soon, not with everything scheduled.
+
 It never edits a post: it arms the post's one job, and the ordinary claim re-drives it
 with a fresh fence, asking admission like every other path. Held posts are not
 candidates, so nothing held is revived. Two reconcilers at once are safe: arming is
@@ -75,11 +79,15 @@ class TickReport:
     duration_ms: float
 
 
-def candidates(now: datetime, cfg: Settings) -> set[int]:
-    """Posts that need a live job: due (or due before the next tick), stale, or parked."""
+def candidates(now: datetime, cfg: Settings, previous: datetime | None = None) -> set[int]:
+    """Posts that need a live job: due (or due before the next tick), stale, parked, or
+    entering the arming horizon since the ``previous`` pass (all of it on a first pass)."""
     horizon = now + timedelta(seconds=cfg.tick_seconds)
+    arming = timedelta(seconds=cfg.arming_horizon)
+    entered = max(now, previous + arming) if previous is not None else now
     with db.reading() as s:
         found = set(s.execute(queries.due_posts(horizon)).scalars())
+        found |= set(s.execute(queries.entering_posts(entered, now + arming)).scalars())
         found |= set(s.execute(queries.stale_leases(now - timedelta(seconds=cfg.grace_seconds))).scalars())
         found |= set(s.execute(queries.parked_deliveries(horizon)).scalars())
     return found
@@ -91,7 +99,8 @@ def repair(clock: Clock | None = None, cfg: Settings | None = None) -> RepairRep
     clock = clock or DatabaseClock(db.engine())
     started = time.perf_counter()
     now = clock.now()
-    armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg)))
+    previous = _last_run(NAME)
+    armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg, previous)))
     raised, resolved = alarms.check_missed_slots(now, cfg.missed_after)
     report = RepairReport(now, armed, raised, resolved, _ms_since(started))
     _record(NAME, report.at, report.duration_ms, armed)

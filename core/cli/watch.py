@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         else:
             out.print(f"last reconciler tick: {_ago(report.last_tick_age)} ago")
             out.print(f"last read-back sweep: {_ago(report.last_sweep_age)} ago")
-            out.print(f"queue: {report.queued} queued, {report.scheduled} scheduled")
+            out.print(f"queue: {report.queued} queued, {report.scheduled} armed for their time (within the horizon)")
             out.print(f"oldest unclaimed due slot: {_ago(report.oldest_unclaimed_due_age)}")
             out.print(f"open alarms: {report.open_alarms}")
             out.print(

@@ -12,6 +12,11 @@ row (:func:`due_at`), never from the caller, so every path that arms agrees.
   and before re-arming – rq only notices such a job after minutes);
 * finished, failed or gone → a fresh job.
 
+Only a post due within the arming horizon (``HERALD_ARMING_HORIZON``, an hour by default)
+holds a job: one due later has none, and one moved out of the horizon loses its job. The
+reconciler arms posts as they enter it, so Redis holds the posts due soon, not everything
+scheduled for next year, and losing Redis loses nothing.
+
 rq re-enqueues an id it already knows by pushing it twice, so the check and the create
 happen under one short Redis lock per post. rq's ``Retry`` stays off: re-driving is
 the claim's job, not rq's.
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -130,6 +135,8 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
         return None
     now = clock.now()
     when = due_at(post, now, cfg.grace_seconds)
+    if when is not None and when > now + timedelta(seconds=cfg.arming_horizon):
+        when = None  # beyond the horizon: no job yet; the reconciler arms it as it enters (§7)
     abandoned = lease.is_stale(post.lease_expires_at, now, cfg.grace_seconds) or (
         post.lease_owner is None and when is not None and when <= now
     )

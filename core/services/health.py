@@ -46,7 +46,8 @@ class Health:
     last_tick_age: float | None
     #: Seconds since the read-back sweep last ran (its own loop, §7); None if it never ran.
     last_sweep_age: float | None
-    #: Jobs waiting in the queue, and waiting for their time; None when Redis is unreachable.
+    #: Jobs waiting in the queue, and waiting for their time (only posts due within the
+    #: arming horizon hold one, §7); None when Redis is unreachable.
     queued: int | None
     scheduled: int | None
     #: Seconds the oldest due slot no worker claimed has waited.

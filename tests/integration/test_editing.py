@@ -101,7 +101,7 @@ def test_an_edit_moves_the_slot_adds_and_takes_off_channels_and_arms_the_post_ag
 ) -> None:
     slot = clock.now() + timedelta(hours=2)
     post_id = create_post(channels=[channels["native"], channels["none"]], parts=["before"], at=slot)
-    new_slot = clock.now() + timedelta(hours=1)
+    new_slot = clock.now() + timedelta(minutes=40)  # into the arming horizon
 
     result = edit_post(
         post_id,
@@ -402,7 +402,7 @@ def test_a_draft_is_never_armed_and_scheduling_it_publishes_it(
 
 def test_scheduling_a_draft_at_a_slot_arms_it_for_that_slot(channels: dict[str, str], clock: ManualClock) -> None:
     post_id = create_post(channels=[channels["native"]], parts=["later"], draft=True)
-    slot = clock.now() + timedelta(hours=3)
+    slot = clock.now() + timedelta(minutes=40)
     scheduled = schedule_draft(post_id, slot, "Europe/Paris")
     assert scheduled.scheduled_at == slot and scheduled.zone == "Europe/Paris"
     assert post_queue().scheduled_job_registry.get_scheduled_time(job_id(post_id)).replace(microsecond=0) == (

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 QUERIES = {
     "due_posts": queries.due_posts(NOW),
+    "entering_posts": queries.entering_posts(NOW, NOW),
     "stale_leases": queries.stale_leases(NOW),
     "parked_deliveries": queries.parked_deliveries(NOW),
     "overdue_posts": queries.overdue_posts(NOW),

@@ -251,7 +251,7 @@ def test_health_is_unhealthy_until_the_reconciler_runs_and_the_queue_is_counted(
     assert code == 1
     assert any("never run" in p for p in report["problems"])
 
-    create_post(channels=[channels["native"]], parts=["queued"], at=now() + timedelta(hours=1))
+    create_post(channels=[channels["native"]], parts=["queued"], at=now() + timedelta(minutes=30))
     tick()
     code, report = herald_json("health")
     assert code == 0, report["problems"]

@@ -73,6 +73,14 @@ def test_grace_not_longer_than_the_call_timeout_is_refused_naming_both_settings(
     assert "HERALD_CALL_TIMEOUT" in str(info.value)
 
 
+def test_an_arming_horizon_shorter_than_a_tick_is_refused_naming_both_settings() -> None:
+    with pytest.raises(ConfigError) as info:
+        from_env({"HERALD_ARMING_HORIZON": "59", "HERALD_TICK_SECONDS": "60"})
+    assert "HERALD_ARMING_HORIZON" in str(info.value)
+    assert "HERALD_TICK_SECONDS" in str(info.value)
+    assert Settings(arming_horizon=60, tick_seconds=60).arming_horizon == 60
+
+
 def test_non_positive_lease_is_refused() -> None:
     with pytest.raises(ConfigError, match="HERALD_LEASE_SECONDS"):
         Settings(lease_seconds=0)
