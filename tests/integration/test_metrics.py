@@ -64,7 +64,7 @@ def test_the_figures_move_as_posts_publish_fail_and_wait(
     assert value(before, "herald_queue_jobs", state="scheduled") == 0
     assert value(before, "herald_health", state="needs_person") == 0
 
-    later = create_post(channels=["n1"], parts=["tomorrow"], at=clock.now() + timedelta(days=1))
+    later = create_post(channels=["n1"], parts=["within the hour"], at=clock.now() + timedelta(minutes=30))
     assert value(scrape(client), "herald_queue_jobs", state="scheduled") == 1, later
 
     post_id = create_post(channels=["n1", "x1"], parts=["now"], at=clock.now())
