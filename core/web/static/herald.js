@@ -14,9 +14,7 @@
     });
     // A move answers with a redirect (303) to the page to show next; a refusal with its message.
     if (answer.type === "opaqueredirect" || answer.ok) { window.location.reload(); return; }
-    const said = document.createElement("div");
-    said.innerHTML = await answer.text();
-    document.querySelector("main").prepend(said);
+    document.getElementById("problem").innerHTML = await answer.text();
   }
 
   function dropped(event) {
