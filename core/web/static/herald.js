@@ -1,6 +1,7 @@
 // herald's dashboard: the little it does in the browser, with no build step.
 // Drag a post card to another day (month) or hour (week) to move it; add thread parts and
-// files; keep the composer's files out of its live count.
+// files; show the sentence an htmx request was refused with; keep the composer's files out
+// of its live count.
 (function () {
   "use strict";
   const csrf = () => document.body.dataset.csrf;
@@ -50,6 +51,12 @@
     if (!button) return;
     event.preventDefault();
     if (button.classList.contains("add-part")) addPart(button); else addFile(button);
+  });
+
+  // htmx swaps no error answer by itself: herald's own (a sentence retargeted to #problem) are shown.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const answer = event.detail.xhr;
+    if (answer.status >= 400 && answer.getResponseHeader("HX-Retarget")) event.detail.shouldSwap = true;
   });
 
   // The live count reads the texts: the files chosen are not sent again with every key pressed.
