@@ -16,7 +16,7 @@ def create_app() -> FastAPI:
         responses=errors.ERROR_RESPONSES,
     )
     errors.install(app)
-    app.include_router(routes.router, prefix="/api/v1")
+    app.include_router(routes.router, prefix=routes.PREFIX)
     app.include_router(metrics.router)
     from core import web
 

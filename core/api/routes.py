@@ -25,6 +25,12 @@ def no_nul_in_path_or_query(request: Request) -> None:
     refuse_nul(list(request.query_params.multi_items()), "the query")
 
 
+#: Every path under ``ROOT`` is the API's: its errors, an unknown path's 404 among them, are
+#: answered in the API's JSON shape (the dashboard has every other path).
+ROOT = "/api"
+#: Where the API's routes are served.
+PREFIX = f"{ROOT}/v1"
+
 router = APIRouter(dependencies=[Depends(no_nul_in_path_or_query)])
 for resource in (posts, channels, media, watch, account):
     router.include_router(resource.router)

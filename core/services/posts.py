@@ -8,7 +8,7 @@ past is refused with a clear error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -132,6 +132,9 @@ class PostView:
     #: The attachments of every part, in order (the post's own copy, which every channel's
     #: part of the same index carries).
     media: tuple[tuple[AttachmentView, ...], ...] = ()
+    #: Channel name → the text of each of its own parts, for the channels that do not take
+    #: ``texts`` (what an edit's ``channel_texts`` replaces).
+    channel_texts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -376,6 +379,7 @@ def show_post(post_id: int) -> PostView:
             .order_by(MediaUpload.part_idx, MediaUpload.position)
         ).scalars():
             uploads.setdefault(u.delivery_id, []).append(u)
+        names = {d.channel_id: d.channel.name for d in post.deliveries}
         return PostView(
             id=post.id,
             status=post.status,
@@ -397,6 +401,9 @@ def show_post(post_id: int) -> PostView:
                 )
                 for part in post.parts
             ),
+            channel_texts={
+                names[int(cid)]: tuple(own) for cid, own in (post.channel_texts or {}).items() if int(cid) in names
+            },
             attempts=tuple(
                 AttemptView(
                     delivery=a.delivery_id,

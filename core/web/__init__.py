@@ -15,13 +15,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
-from core.web import calendar, channels, compose, login, panels, posts
+from core.web import calendar, channels, compose, login, panels, posts, rendering
 from core.web.rendering import HERE
 from core.web.session import SESSION_COOKIE, SESSION_SECONDS, LoginLimiter, session_secret
 
 
 def mount(app: FastAPI) -> None:
-    """Add the dashboard's pages to ``app``."""
+    """Add the dashboard's pages to ``app``, and its error pages beside the API's JSON errors."""
     app.add_middleware(
         SessionMiddleware,
         secret_key=session_secret(),
@@ -33,3 +33,4 @@ def mount(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for module in (login, calendar, compose, posts, channels, panels):
         app.include_router(module.router, include_in_schema=False)
+    rendering.install(app)

@@ -1,6 +1,12 @@
 """The composer (``/compose``): text or thread parts, channels, per-channel text, a live
 count per channel limit, media with alt text, a slot in a zone, draft, approval. It creates
-through ``core.services.posts.submit_post``, which checks everything again."""
+through ``core.services.posts.submit_post``, which checks everything again.
+
+Each part's box has its files beside it (``media.N``, each with its ``alt.N``, N the box's
+number from 1), kept by the media service (``add_media``) and attached to that part; a
+channel's own text may be a thread of its own (its boxes ``text.NAME``, one per part), and
+the live count counts those parts on that channel.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapi import APIRouter, Request, Response, UploadFile
+from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 
 from core import config
 from core.domain.errors import UserError
@@ -50,6 +56,8 @@ class PartCount:
     limit: int
     unit: str
     over: bool
+    #: The part is the channel's own text, not the post's.
+    own: bool = False
 
 
 def account_channels(account_id: int) -> list[ChannelLimit]:
@@ -74,18 +82,24 @@ def account_channels(account_id: int) -> list[ChannelLimit]:
     return shown
 
 
+def _boxes(form: FormData) -> list[str]:
+    """The text of each part's box, in order, blank ones too."""
+    return [str(v) for v in form.getlist("part")]
+
+
 def _parts(form: FormData) -> list[str]:
-    given = [str(v) for v in form.getlist("part")]
+    given = _boxes(form)
     kept = [text for text in given if text.strip()]
     return kept or given[:1]
 
 
 def _channel_texts(form: FormData, channels: list[str]) -> dict[str, list[str]]:
+    """Each channel's own parts (its boxes ``text.NAME``, the blank ones left out)."""
     own = {}
     for name in channels:
-        text = str(form.get(f"text.{name}", "") or "")
-        if text.strip():
-            own[name] = [text]
+        texts = [str(v) for v in form.getlist(f"text.{name}") if str(v).strip()]
+        if texts:
+            own[name] = texts
     return own
 
 
@@ -97,10 +111,11 @@ def counts(limits: list[ChannelLimit], form: FormData) -> list[PartCount]:
     for channel in limits:
         if channel.name not in chosen:
             continue
-        texts = _channel_texts(form, [channel.name]).get(channel.name) or parts
-        for i, text in enumerate(texts, 1):
+        own = _channel_texts(form, [channel.name]).get(channel.name)
+        for i, text in enumerate(own or parts, 1):
             length = text_length(text, channel.unit, channel.url_chars)
-            out.append(PartCount(channel.name, i, length, channel.max_chars, channel.unit, length > channel.max_chars))
+            over = length > channel.max_chars
+            out.append(PartCount(channel.name, i, length, channel.max_chars, channel.unit, over, own is not None))
     return out
 
 
@@ -151,16 +166,56 @@ def _uploads() -> Path:
 
 
 async def _attachments(form: FormData, scratch: Path) -> list[AttachmentSpec]:
-    """The uploaded files, each for part 1 with its alt text; written where ``add_media``
-    reads them (it keeps a copy of its own)."""
-    files = [f for f in form.getlist("media") if isinstance(f, UploadFile) and f.filename]
-    alts = [str(a) for a in form.getlist("alt")]
+    """Each part's files (``media.N``, the N-th box) with their alt texts (``alt.N``, in the
+    same order), written where ``add_media`` reads them (it keeps a copy of its own), each
+    for the part its box became once the blank boxes are left out.
+
+    Raises:
+        UserError: a file beside a box with no text (or no box), or alt text with no file.
+    """
+    boxes = _boxes(form)
+    strays = sorted(
+        {key for key, value in form.multi_items() if key.startswith("media.") and _is_file(value)}
+        - {f"media.{number}" for number in range(1, len(boxes) + 1)}
+    )
+    if strays:
+        raise UserError(f"{', '.join(strays)} names no part of this post: attach each file beside its part's text")
     specs = []
-    for i, upload in enumerate(files):
-        name = Path(upload.filename or f"upload-{i}").name
-        path = scratch / str(i) / name
-        path.parent.mkdir()
-        path.write_bytes(await upload.read())
-        alt = alts[i].strip() if i < len(alts) and alts[i].strip() else None
-        specs.append(AttachmentSpec(0, str(path), alt))
+    part = 0
+    for number, text in enumerate(boxes, 1):
+        files = form.getlist(f"media.{number}")
+        alts = [str(a).strip() for a in form.getlist(f"alt.{number}")]
+        for i in range(max(len(files), len(alts))):
+            upload = files[i] if i < len(files) else None
+            alt = alts[i] if i < len(alts) else ""
+            if not isinstance(upload, UploadFile) or not _is_file(upload):
+                if alt:
+                    raise UserError(
+                        f"part {number} has alt text {alt[:40]!r} but no file: choose the file, or clear it"
+                    )
+                continue
+            name = _file_name(upload.filename or "", f"upload-{number}-{i + 1}")
+            if not text.strip():
+                raise UserError(f"part {number} has no text but carries {name}: give it text, or take the file off")
+            path = scratch / f"{number}-{i}" / name
+            path.parent.mkdir()
+            path.write_bytes(await upload.read())
+            specs.append(AttachmentSpec(part, str(path), alt or None))
+        if text.strip():
+            part += 1
     return specs
+
+
+def _is_file(value: object) -> bool:
+    """Whether a form's value is a file that was chosen (an empty file field sends no name).
+    Starlette's ``UploadFile``: its form parser makes those (FastAPI's is a subclass)."""
+    return isinstance(value, UploadFile) and bool(value.filename)
+
+
+def _file_name(given: str, fallback: str) -> str:
+    """An uploaded file's name as herald keeps it: its last path segment, no NUL, at most
+    200 bytes (a file system's limit is 255), the end (its extension) kept."""
+    name = Path(given.replace("\x00", "")).name
+    while len(name.encode()) > 200:
+        name = name[1:]
+    return name or fallback

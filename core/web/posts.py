@@ -1,22 +1,31 @@
 """A post's page (``/posts/{id}``) and needs attention (``/attention``): per channel its
 state, the reason's explanation, and the one action that fixes it as a button – retry this
 channel, reconnect, mark landed with the URL or send again, approve – each one service call
-(``core.services.support``, ``channels``, ``posts``); and the post's timeline (§14)."""
+(``core.services.support``, ``channels``, ``posts``); and the post's timeline (§14).
+
+The post's page edits its text too (``core.services.editing``, §13): its parts and each
+channel's own parts, against the revision the page showed (an edit since → refused, the
+page shows the post as it is now). Once it has published somewhere the form asks
+``correct`` or ``republish``; while an attempt is in doubt it is not offered at all.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, Response
 
+from core.domain.errors import Conflict, StaleRevision, UserError
 from core.domain.roles import Action
-from core.domain.states import RETRY_LIFTS, DeliveryStatus, PostStatus, Reason
+from core.domain.states import RETRY_LIFTS, DeliveryStatus, PartState, PostStatus, Reason
 from core.plugins import channel_settings
 from core.plugins import manager as plugins
 from core.services.attention import needing_attention
 from core.services.channels import CHANNEL_HOLDS, reconnect_channel, show_channels
-from core.services.posts import approve_post, cancel_post, show_post
+from core.services.editing import EditMode, PostEdit, edit_post
+from core.services.posts import PostView, approve_post, cancel_post, show_post
 from core.services.scope import own_channel, own_post
 from core.services.support import Landed, SendAgain, resolve_post, retry_post
 from core.services.timeline import timeline
@@ -67,6 +76,35 @@ def secret_settings(platform: str) -> list[str]:
     return [s.name for s in declared or () if s.secret] or ["token"]
 
 
+def edit_refusal(post: PostView) -> str | None:
+    """Why the post's page cannot edit ``post`` now, in the page's words; None when it can.
+    (``edit_post`` refuses the same in its own transaction; this is what the page says.)"""
+    if post.status is PostStatus.CANCELLED:
+        return f"post {post.id} is cancelled and cannot be edited: compose a new post instead"
+    for d in post.deliveries:
+        if d.status is DeliveryStatus.SENDING:
+            return (
+                f"post {post.id} is being sent to {d.channel} right now: reload the page when the attempt ends, "
+                "then edit"
+            )
+        if any(part.state is PartState.SENDING for part in d.parts):
+            return (
+                f"post {post.id} has an attempt in doubt on {d.channel} (it may be on the platform) and cannot be "
+                "edited until it is resolved: mark it landed or send it again, then edit"
+            )
+    return None
+
+
+def published_on(post: PostView) -> list[str]:
+    """The channels where a part of ``post`` has published: an edit then asks correct or republish."""
+    return [d.channel for d in post.deliveries if any(part.state is PartState.PUBLISHED for part in d.parts)]
+
+
+def _texts(values: Sequence[object]) -> tuple[str, ...]:
+    """A form's text boxes, the blank ones left out."""
+    return tuple(text for text in (v.strip() for v in values if isinstance(v, str)) if text)
+
+
 @router.get("/posts/{post_id}")
 def post_page(request: Request, post_id: int, who: Viewer) -> Response:
     own_post(who.account_id, post_id)
@@ -84,6 +122,63 @@ def post_page(request: Request, post_id: int, who: Viewer) -> Response:
         fix_action=FIX_ACTION,
         secrets=secrets,
         cancellable=post.status not in (PostStatus.CANCELLED, PostStatus.PUBLISHED, PostStatus.FAILED),
+        edit_refusal=edit_refusal(post),
+        published_on=published_on(post),
+        own_channels=[d.channel for d in post.deliveries if d.status is not DeliveryStatus.CANCELLED],
+    )
+
+
+@router.post("/posts/{post_id}/edit", dependencies=[Csrf])
+async def edit(
+    request: Request,
+    post_id: int,
+    who: Scheduler,
+    revision: Annotated[int, Form(description="the revision the page showed")],
+    mode: Annotated[str, Form(description="correct or republish, once the post has published")] = "",
+) -> Response:
+    own_post(who.account_id, post_id)
+    post = show_post(post_id)
+    refusal = edit_refusal(post)
+    if refusal is not None:
+        raise Conflict(refusal)
+    if revision != post.revision:
+        raise _stale(post_id, revision)
+    form = await request.form()
+    parts = _texts(form.getlist("part"))
+    if not parts:
+        raise UserError(f"post {post_id} needs some text: give part 1 its text, then save")
+    own = {}
+    for name in (d.channel for d in post.deliveries if d.status is not DeliveryStatus.CANCELLED):
+        if f"text.{name}" in form:
+            given = _texts(form.getlist(f"text.{name}"))
+            if given != post.channel_texts.get(name, ()):
+                own[name] = given  # () puts the channel back on the post's text
+    change = PostEdit(parts=parts if parts != post.texts else None, channel_texts=own)
+    if change.empty:
+        raise UserError(f"nothing changed in post {post_id}: change a part's text or a channel's own text, then save")
+    published = published_on(post)
+    if mode not in ("", *EditMode):
+        raise UserError(f"no edit mode {mode!r}: choose correct or republish")
+    if published and not mode:
+        raise Conflict(
+            f"post {post_id} has published on {', '.join(published)}: choose 'correct' (fix herald's record; the "
+            "copy on the platform stays as it is) or 'republish' (a new post, which may appear twice), then save"
+        )
+    try:
+        result = edit_post(post_id, change, mode=EditMode(mode) if mode else None, revision=revision)
+    except StaleRevision:  # edited in between: the same answer
+        raise _stale(post_id, revision) from None
+    if result.mode is EditMode.REPUBLISH:
+        said = f"post {post_id} republished as post {result.post_id} (it may appear twice)"
+        return done(request, f"/posts/{result.post_id}", said)
+    copies = "".join(f"; on {c.channel}, {c.note}" for c in result.unchanged_copies)
+    return done(request, f"/posts/{post_id}", f"post {post_id} saved (revision {result.revision}){copies}")
+
+
+def _stale(post_id: int, revision: int) -> StaleRevision:
+    return StaleRevision(
+        f"post {post_id} was edited elsewhere since this page showed it (revision {revision}): nothing was saved; "
+        "here it is as it is now, make your edit again"
     )
 
 

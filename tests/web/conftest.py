@@ -45,14 +45,19 @@ def csrf_of(page: str) -> str:
 
 @pytest.fixture
 def browser(herald: Settings) -> Iterator[Callable[..., TestClient]]:  # noqa: F811
-    """``browser(role, account)``: a client logged in to the dashboard with a new key."""
+    """``browser(role, account)``: a client logged in to the dashboard with a new key
+    (``raise_server_exceptions=False``: a server error is answered, as to a browser)."""
     from core.api.app import create_app
 
     app = create_app()
     clients: list[TestClient] = []
 
-    def logged_in(role: Role | None = Role.ADMIN, account: str = "a") -> TestClient:
-        client = TestClient(app, base_url="http://dash.test", follow_redirects=False)
+    def logged_in(
+        role: Role | None = Role.ADMIN, account: str = "a", *, raise_server_exceptions: bool = True
+    ) -> TestClient:
+        client = TestClient(
+            app, base_url="http://dash.test", follow_redirects=False, raise_server_exceptions=raise_server_exceptions
+        )
         clients.append(client)
         if role is not None:
             key = create_key(account, role).secret

@@ -1,5 +1,7 @@
 // herald's dashboard: the little it does in the browser, with no build step.
-// Drag a post card to another day (month) or hour (week) to move it; add thread parts.
+// Drag a post card to another day (month) or hour (week) to move it; add thread parts and
+// files; show the sentence an htmx request was refused with; keep the composer's files out
+// of its live count.
 (function () {
   "use strict";
   const csrf = () => document.body.dataset.csrf;
@@ -14,10 +16,56 @@
     });
     // A move answers with a redirect (303) to the page to show next; a refusal with its message.
     if (answer.type === "opaqueredirect" || answer.ok) { window.location.reload(); return; }
-    const said = document.createElement("div");
-    said.innerHTML = await answer.text();
-    document.querySelector("main").prepend(said);
+    document.getElementById("problem").innerHTML = await answer.text();
   }
+
+  // A new part: the group's last one copied, emptied and numbered (its fields' names and
+  // labels follow their data-name and data-label), with one file row to start with.
+  function addPart(button) {
+    const parts = button.closest("fieldset").querySelectorAll(":scope > .part");
+    const last = parts[parts.length - 1];
+    const next = last.cloneNode(true);
+    const number = parts.length + 1;
+    next.dataset.part = String(number);
+    next.querySelectorAll(".file + .file").forEach((extra) => extra.remove());
+    next.querySelectorAll("textarea, input").forEach((field) => {
+      field.value = "";
+      if (field.dataset.name) field.name = `${field.dataset.name}.${number}`;
+      if (field.dataset.label) field.setAttribute("aria-label", `${field.dataset.label} ${number}`);
+    });
+    last.after(next);
+    next.querySelector("textarea").focus();
+  }
+
+  // Another file (and its alt text) for the same part.
+  function addFile(button) {
+    const files = button.closest(".part").querySelectorAll(".file");
+    const last = files[files.length - 1];
+    const next = last.cloneNode(true);
+    next.querySelectorAll("input").forEach((field) => { field.value = ""; });
+    last.after(next);
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button.add-part, button.add-file");
+    if (!button) return;
+    event.preventDefault();
+    if (button.classList.contains("add-part")) addPart(button); else addFile(button);
+  });
+
+  // htmx swaps no error answer by itself: herald's own (a sentence retargeted to #problem) are shown.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const answer = event.detail.xhr;
+    if (answer.status >= 400 && answer.getResponseHeader("HX-Retarget")) event.detail.shouldSwap = true;
+  });
+
+  // The live count reads the texts: the files chosen are not sent again with every key pressed.
+  document.addEventListener("htmx:configRequest", (event) => {
+    const params = event.detail.parameters;
+    for (const [name, value] of Array.from(params.entries())) {
+      if (value instanceof File) params.delete(name);
+    }
+  });
 
   function dropped(event) {
     event.preventDefault();
@@ -48,17 +96,6 @@
       cell.addEventListener("dragover", (event) => { event.preventDefault(); cell.classList.add("over"); });
       cell.addEventListener("dragleave", () => cell.classList.remove("over"));
       cell.addEventListener("drop", dropped);
-    });
-    document.querySelectorAll(".add-part").forEach((button) => {
-      button.addEventListener("click", () => {
-        const parts = button.closest("fieldset");
-        const next = document.createElement("textarea");
-        next.name = "part";
-        next.rows = 4;
-        next.setAttribute("aria-label", `Part ${parts.querySelectorAll("textarea").length + 1}`);
-        parts.insertBefore(next, button);
-        next.focus();
-      });
     });
   });
 })();
