@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from core.domain.errors import UserError
 from core.domain.states import PostStatus
-from core.domain.timing import show
+from core.domain.timing import parse_instant, show
 from core.domain.timing import zone as named_zone
 from core.ledger.authoring import NewPost, insert_posts
 from core.ledger.imports import ImportedPost, insert_imported
@@ -42,7 +43,7 @@ from core.runtime.clock import Clock, DatabaseClock
 from core.services.content import checked_texts, live_channels, place
 from core.services.import_file import Format, Row, RowProblem, read_import_file
 from core.services.posts import checked_content
-from core.services.slots import Slot, parse_embargo, parse_slot, refuse_past
+from core.services.slots import Slot, check_fold, parse_embargo, refuse_past
 from core.services.support import checked_platform_id, platform_url
 from core.store import db
 from core.store.models import Approval, Channel, Publication
@@ -50,7 +51,7 @@ from core.store.models import Approval, Channel, Publication
 #: Tells the caller how far a long import got: the step, and rows done out of all of them.
 Progress = Callable[[str, int, int], None]
 
-#: Rows written per flush: the transaction is one, its INSERTs are batched by this many.
+#: Rows per INSERT (the transaction is one) and URLs per look-up.
 BATCH = 1000
 
 #: Posts armed at once after the commit (:func:`_arm_all`).
@@ -62,7 +63,7 @@ _YES, _NO = {"true", "yes", "1"}, {"", "false", "no", "0"}
 T = TypeVar("T")
 
 
-class Status:
+class RowStatus(StrEnum):
     """A row's ``status``."""
 
     #: Another system published it: recorded, never sent.
@@ -204,14 +205,14 @@ class _Checker:
     def check(self, row: Row) -> None:
         before = len(self.problems)
         status = row.value("status").lower()
-        if status not in (Status.PUBLISHED, Status.SCHEDULED):
+        if status not in (RowStatus.PUBLISHED, RowStatus.SCHEDULED):
             given = f"{row.value('status')!r} is not a status: " if row.value("status") else ""
             self.bad(row, "status", f"{given}give published (another system published it) or scheduled (to publish)")
         channels = self._channels(row)
         slot = self._slot(row, status)
-        if status == Status.PUBLISHED:
+        if status == RowStatus.PUBLISHED:
             self._published(row, channels, slot, before)
-        elif status == Status.SCHEDULED:
+        elif status == RowStatus.SCHEDULED:
             self._scheduled(row, channels, slot, before)
 
     def _channels(self, row: Row) -> list[Channel]:
@@ -237,14 +238,21 @@ class _Checker:
             self.bad(row, "fold", f"{fold!r}: give 0 (the first) or 1 (the second) of a local time that happens twice")
             return None
         if not row.value("at"):
-            when = "when it was published" if status == Status.PUBLISHED else "when to publish it"
+            when = "when it was published" if status == RowStatus.PUBLISHED else "when to publish it"
             self.bad(row, "at", f"give {when}: ISO 8601 with an offset, or a local time with zone")
             return None
         try:
-            return parse_slot(at=row.value("at"), zone=zone, fold=int(fold) if fold else None)
+            at, shown_in = parse_instant(row.value("at"), zone, int(fold) if fold else None)
         except UserError as exc:
-            self.bad(row, "fold" if "--fold" in str(exc) and fold else "at", str(exc))
+            self.bad(row, "at", str(exc))
             return None
+        if fold:
+            try:
+                check_fold(row.value("at"), zone, row.value("not_before") or None)
+            except UserError as exc:
+                self.bad(row, "fold", str(exc))
+                return None
+        return Slot(at, shown_in)
 
     def _published(self, row: Row, channels: list[Channel], slot: Slot | None, before: int) -> None:
         if len(channels) > 1:
@@ -349,18 +357,15 @@ class _Checker:
     def check_recorded(self) -> None:
         """Refuse a published row whose copy herald holds already (a file imported twice,
         or a post herald published itself): one read per batch of URLs."""
-        by_url: dict[tuple[int, str], int] = self.urls
-        wanted = sorted({url for _, url in by_url})
-        for batch in _batches(wanted):
+        held: set[int] = set()
+        for batch in _batches(sorted({url for _, url in self.urls})):
             for post_id, channel_id, url in self.s.execute(
                 select(Publication.post_id, Publication.channel_id, Publication.url).where(Publication.url.in_(batch))
             ):
-                row = by_url.get((channel_id, url))
-                if row is None:
+                row = self.urls.get((channel_id, url))
+                if row is None or row in held:
                     continue
-                self.problems.append(
-                    RowProblem(
-                        row, "url", f"herald holds this copy already: post {post_id} (`herald post show {post_id}`)"
-                    )
-                )
-                self.published = [p for p in self.published if p.row != row]
+                held.add(row)
+                why = f"herald holds this copy already: post {post_id} (`herald post show {post_id}`)"
+                self.problems.append(RowProblem(row, "url", why))
+        self.published = [p for p in self.published if p.row not in held]

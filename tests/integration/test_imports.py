@@ -9,6 +9,8 @@ import csv
 import io
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -555,13 +557,20 @@ def test_the_examples_in_docs_imports_import_as_pasted(
         add_channel(name, f"sandbox-{strategy}", {"base_url": sandbox_url, "token": "t-ok"})
     (csv_example,) = doc_blocks("csv")
     (json_example,) = doc_blocks("json")
+    (commands,) = doc_blocks("sh")
     (tmp_path / "posts.csv").write_text(csv_example)
     (tmp_path / "posts.json").write_text(json_example)
 
-    for name in ("posts.csv", "posts.json"):
-        checked = import_posts(tmp_path / name, dry_run=True)
-        assert checked.problems == () and checked.published and checked.scheduled, name
-        assert import_posts(tmp_path / name).written
+    # The commands as a person pastes them, `herald` being this checkout's.
+    shell = f'herald() {{ PYTHONPATH={ROOT} {sys.executable} -m core.cli "$@"; }}\nset -e\n{commands}'
+    ran = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    assert ran.returncode == 0, ran.stderr
+    assert "4 row(s) checked: 2 published post(s) to record, 2 post(s) to schedule" in ran.stdout
+    assert '"written": true' in ran.stdout  # the JSON file's --json report
+    with db.reading() as s:
+        statuses = sorted(str(status) for status in s.execute(select(Post.status)).scalars())
+    assert statuses == ["published"] * 3 + ["scheduled"] * 4
     assert platform.posts() == []
 
 
