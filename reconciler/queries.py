@@ -16,21 +16,28 @@ from core.store.models import Alarm, Attempt, Delivery, Post
 #: Posts the queue should be carrying: their slot is due, or comes before the next tick.
 UPCOMING = (PostStatus.SCHEDULED,)
 
+#: Not a post ``herald import`` recorded: another system published it, and its slot (the
+#: time it published there) is history, never a time to send. Arming refuses such a post
+#: too; the queries leave it out so that nothing is even tried.
+NOT_IMPORTED = Post.imported_at.is_(None)
+
 
 def due_posts(horizon: datetime) -> Select[int]:
     """Scheduled posts whose slot is before ``horizon`` (ix_posts_status_scheduled_at)."""
-    return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at <= horizon)
+    return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at <= horizon, NOT_IMPORTED)
 
 
 def entering_posts(after: datetime, until: datetime) -> Select[int]:
     """Scheduled posts whose slot entered the arming horizon since the last pass: after
     ``after`` and at or before ``until`` (ix_posts_status_scheduled_at)."""
-    return select(Post.id).where(Post.status.in_(UPCOMING), Post.scheduled_at > after, Post.scheduled_at <= until)
+    return select(Post.id).where(
+        Post.status.in_(UPCOMING), Post.scheduled_at > after, Post.scheduled_at <= until, NOT_IMPORTED
+    )
 
 
 def stale_leases(before: datetime) -> Select[int]:
     """Posts whose lease expired before ``before`` (now − grace) (ix_posts_lease_expires_at)."""
-    return select(Post.id).where(Post.lease_expires_at < before)
+    return select(Post.id).where(Post.lease_expires_at < before, NOT_IMPORTED)
 
 
 def parked_deliveries(horizon: datetime) -> Select[int]:
@@ -57,6 +64,7 @@ def overdue_posts(before: datetime) -> Select[int]:
         Post.status.in_([PostStatus.SCHEDULED, PostStatus.PUBLISHING]),
         Post.scheduled_at < before,
         (Post.not_before.is_(None)) | (Post.not_before < before),
+        NOT_IMPORTED,
     )
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from core.cli import channels as cli_channels
 from core.cli import editing as cli_editing
 from core.cli import find as cli_find
+from core.cli import imports as cli_imports
 from core.cli import keys as cli_keys
 from core.cli import media as cli_media
 from core.cli import plugins as cli_plugins
@@ -199,6 +200,12 @@ def post_show(post_id: int, as_json: JsonOpt = False) -> None:
         print_json(post)
         return
     out.print(f"post {post.id}  [bold]{post.status}[/]  slot {shown(post.scheduled_at)} ({post.zone})")
+    if post.imported_at is not None:
+        out.print(
+            f"imported {shown(post.imported_at)}: another system published it at its slot; herald keeps the "
+            "record and never sends it",
+            highlight=False,
+        )
     for i, text in enumerate(post.texts, 1):
         out.print(f"part {i}/{len(post.texts)}: {text}", highlight=False, markup=False)
         for n, a in enumerate(post.media[i - 1] if i <= len(post.media) else (), 1):
@@ -385,6 +392,7 @@ cli_sandbox.register(sandbox_app)
 cli_channels.register(channel_app)
 cli_media.register(media_app)
 cli_keys.register(keys_app)
+cli_imports.register(app)
 
 
 def main() -> None:

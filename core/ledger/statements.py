@@ -36,7 +36,12 @@ POST_SLOT = select(posts.c.scheduled_at).where(posts.c.id == bindparam("b_post")
 
 #: What arming reads of a post: b_post.
 POST_TIMING = select(
-    posts.c.status, posts.c.scheduled_at, posts.c.not_before, posts.c.lease_owner, posts.c.lease_expires_at
+    posts.c.status,
+    posts.c.scheduled_at,
+    posts.c.not_before,
+    posts.c.lease_owner,
+    posts.c.lease_expires_at,
+    posts.c.imported_at,
 ).where(posts.c.id == bindparam("b_post"))
 
 #: Its deliveries' times, read only for a post still active: b_post.
@@ -53,6 +58,9 @@ CAS = (
         # Not IN (…): an expanding IN is rendered per execution, and core.ledger.pipeline
         # compiles each statement once.
         or_(posts.c.status == PostStatus.SCHEDULED, posts.c.status == PostStatus.PUBLISHING),
+        # An imported post (another system published it) is never claimed, whatever its
+        # status reads: the marker, not the status, is what keeps its old slot from sending.
+        posts.c.imported_at.is_(None),
         or_(
             posts.c.lease_owner.is_(None),
             posts.c.lease_expires_at < bindparam("b_stale_before"),

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, summarize
+from core.ledger.imports import refuse_imported
 from core.ledger.moves import delivery_states, move
 from core.ledger.results import record_publication
 from core.runtime.lease import stale_at, stale_before
@@ -29,10 +30,12 @@ def post_for_support(s: Session, post_id: int) -> Post:
 
     Raises:
         NotFound: no such post.
+        Conflict: the post was imported (another system published it).
     """
     post = s.get(Post, post_id, with_for_update=True)
     if post is None:
         raise NotFound(f"no post {post_id}; `herald post show ID` shows a post, `herald timeline ID` its history")
+    refuse_imported(post)
     return post
 
 

@@ -76,12 +76,15 @@ class Timing:
     not_before: datetime | None
     lease_owner: str | None
     lease_expires_at: datetime | None
+    #: Set for a post ``herald import`` recorded: it never needs a job.
+    imported_at: datetime | None
     #: (status, next_attempt_at) of each delivery; read only when the post is active.
     deliveries: tuple[tuple[DeliveryStatus, datetime | None], ...] = ()
 
     @property
     def active(self) -> bool:
-        return self.status in (PostStatus.SCHEDULED, PostStatus.PUBLISHING)
+        # An imported post published elsewhere: its slot is history, never a time to send.
+        return self.imported_at is None and self.status in (PostStatus.SCHEDULED, PostStatus.PUBLISHING)
 
 
 def read_timing(conn: Connection, post_id: int) -> Timing | None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from core.domain.errors import NotFound, UserError
@@ -91,12 +91,17 @@ def checked_texts(texts: Iterable[str], what: str | None = None) -> tuple[str, .
 
 
 def checked_channels(
-    s: Session, content: Content, media: Sequence[Sequence[MediaRef]] = ()
+    s: Session,
+    content: Content,
+    media: Sequence[Sequence[MediaRef]] = (),
+    known: Mapping[str, Channel] | None = None,
 ) -> tuple[int, dict[str, Channel]]:
     """The account the content's channels belong to, and the channels by name, after every check.
 
     Args:
         media: the attachments of each part of the authoring copy.
+        known: every channel that is not removed, by name, read once for many posts (an
+            import); None: the content's channels are read here.
 
     Raises:
         UserError: no channels, per-channel text for a channel the post does not go to,
@@ -111,12 +116,11 @@ def checked_channels(
             f"--channel-text names {', '.join(strays)}, which the post does not go to "
             f"(its channels: {', '.join(content.channels)}); add it with --channel, or drop its --channel-text"
         )
-    found = {
-        c.name: c
-        for c in s.execute(
-            select(Channel).where(Channel.name.in_(content.channels), Channel.removed_at.is_(None))
-        ).scalars()
-    }
+    found = (
+        {name: known[name] for name in content.channels if name in known}
+        if known is not None
+        else {c.name: c for c in s.execute(live_channels().where(Channel.name.in_(content.channels))).scalars()}
+    )
     missing = [n for n in content.channels if n not in found]
     if missing:
         raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
@@ -129,6 +133,11 @@ def checked_channels(
             "all channels of one post must belong to the same account; `herald channel list` shows their accounts"
         )
     return accounts.pop(), found
+
+
+def live_channels() -> Select[Channel]:
+    """The channels posts may go to: every one not removed."""
+    return select(Channel).where(Channel.removed_at.is_(None))
 
 
 def _media_facts(s: Session, media: Sequence[Sequence[MediaRef]]) -> dict[int, MediaView]:
@@ -261,16 +270,22 @@ class Placed:
     names: dict[int, str]
 
 
-def place(s: Session, content: Content, media_from: Sequence[Mapping[str, Any]] = ()) -> Placed:
+def place(
+    s: Session,
+    content: Content,
+    media_from: Sequence[Mapping[str, Any]] = (),
+    known: Mapping[str, Channel] | None = None,
+) -> Placed:
     """``content`` checked (:func:`checked_channels`) and laid out as the rows store it.
 
     Args:
         media_from: the authoring copy being replaced, whose parts' attachments are kept
             unless ``content`` gives its own.
+        known: the channels by name, read once for many posts (:func:`checked_channels`).
     """
     media = content.media if content.media is not None else tuple(refs_of(p) for p in media_from)
     media = media[: len(content.parts)]
-    account_id, found = checked_channels(s, content, media)
+    account_id, found = checked_channels(s, content, media, known)
     authoring = part_rows(content.parts, media)
     return Placed(
         account_id=account_id,

@@ -135,6 +135,9 @@ class PostView:
     #: Channel name → the text of each of its own parts, for the channels that do not take
     #: ``texts`` (what an edit's ``channel_texts`` replaces).
     channel_texts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: When ``herald import`` recorded it, for a post another system published (its slot is
+    #: when it published there); herald never sends it. None for herald's own posts.
+    imported_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -242,16 +245,7 @@ def submit_post(
         NotFound: an unknown channel.
         IdempotencyMismatch: the idempotency key was used for other content.
     """
-    if not channels:
-        raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
-    texts = checked_texts(parts)
-    content = Content(
-        channels=tuple(dict.fromkeys(channels)),
-        parts=texts,
-        channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
-        # Files are kept before the post's transaction: one refused later stays kept, unused.
-        media=attachments(media, len(texts)) if media else None,
-    )
+    content = checked_content(channels=channels, parts=parts, channel_texts=channel_texts, media=media)
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
     with db.transaction() as s:
         now = _now(clock)
@@ -292,12 +286,38 @@ def submit_post(
     return Created(post_id, existed=False)
 
 
+def checked_content(
+    *,
+    channels: Sequence[str],
+    parts: Sequence[str],
+    channel_texts: Mapping[str, Sequence[str]] | None = None,
+    media: Sequence[AttachmentSpec] = (),
+) -> Content:
+    """What a create asks for, checked as far as it can be before its transaction: then
+    :func:`~core.services.content.place` checks it against its channels and
+    :func:`~core.services.slots.refuse_past` its slot (``submit_post``, ``herald import``).
+
+    Raises:
+        UserError: no channels or parts, an empty part, or an attachment ``add_media`` refuses.
+    """
+    if not channels:
+        raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
+    texts = checked_texts(parts)
+    return Content(
+        channels=tuple(dict.fromkeys(channels)),
+        parts=texts,
+        channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
+        # Files are kept before the post's transaction: one refused later stays kept, unused.
+        media=attachments(media, len(texts)) if media else None,
+    )
+
+
 def reschedule_post(post_id: int, at: datetime | None, zone: str = "UTC", *, clock: Clock | None = None) -> None:
     """Move a post to a new slot (None: now); its job moves with it.
 
     Raises:
         UserError: the slot is in the past (beyond the tolerance), or the post has started
-            publishing.
+            publishing or was imported (another system published it).
     """
     with db.transaction() as s:
         now = _now(clock)
@@ -389,6 +409,7 @@ def show_post(post_id: int) -> PostView:
             revision=post.revision,
             not_before=maybe_shown_in(post.not_before, tz),
             approval=post.approval,
+            imported_at=maybe_shown_in(post.imported_at, tz),
             texts=texts,
             deliveries=tuple(_delivery_view(d, tz, texts, uploads.get(d.id, []), kept) for d in post.deliveries),
             media=tuple(

@@ -87,12 +87,16 @@ def parse_slot(
     else:
         slot = Slot(None, zone or "UTC", embargo)
     if fold is not None:
-        _check_fold(at, zone, not_before)
+        check_fold(at, zone, not_before)
     return slot
 
 
-def _check_fold(at: str | None, zone: str | None, not_before: str | None) -> None:
-    """Refuse a ``fold`` that picks nothing: silently ignoring it would hide a wrong date."""
+def check_fold(at: str | None, zone: str | None, not_before: str | None) -> None:
+    """Refuse a ``fold`` that picks nothing: silently ignoring it would hide a wrong date.
+
+    Raises:
+        UserError: no local time given (``at``, ``not_before``) happens twice in ``zone``.
+    """
     if zone is not None and any(text is not None and occurrences(text, zone) == 2 for text in (at, not_before)):
         return
     if at is None:

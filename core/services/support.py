@@ -130,6 +130,7 @@ def retry_post(post_id: int, channel: str | None = None, *, clock: Clock | None 
 
     Raises:
         NotFound: no such post, or it has no delivery on ``channel``.
+        Conflict: the post was imported: another system published it, herald never sends it.
         UserError: nothing to retry (each delivery's state and fix named).
     """
     now = (clock or DatabaseClock(db.engine())).now()
@@ -276,15 +277,35 @@ def _landed_at(outcome: Landed) -> tuple[str, str]:
     Raises:
         UserError: not an http(s) URL, or no id to take from it.
     """
-    url = outcome.url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 500:
-        raise UserError(f"--url {outcome.url!r}: give the post's address on the platform, e.g. https://host/p/123")
+    url = platform_url(outcome.url)
     platform_id = (outcome.platform_id or "").strip()
     if not platform_id:
-        platform_id = next((seg for seg in reversed(parts.path.split("/")) if seg), "")
+        platform_id = next((seg for seg in reversed(urlsplit(url).path.split("/")) if seg), "")
         if not platform_id:
             raise UserError(f"--url {url!r} names no post (its path is empty); give the post's id with --platform-id")
+    return url, checked_platform_id(platform_id)
+
+
+def platform_url(text: str, option: str = "--url") -> str:
+    """``text`` as a post's address on a platform (a resolve's ``landed``, an import's row).
+
+    Raises:
+        UserError: not an http(s) URL with a host, or longer than herald keeps (500).
+    """
+    url = text.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 500:
+        raise UserError(f"{option} {text!r}: give the post's address on the platform, e.g. https://host/p/123")
+    return url
+
+
+def checked_platform_id(text: str, option: str = "--platform-id") -> str:
+    """``text`` as a platform's id of a post ('' when none is given).
+
+    Raises:
+        UserError: longer than herald keeps (200).
+    """
+    platform_id = text.strip()
     if len(platform_id) > 200:
-        raise UserError("--platform-id: at most 200 characters")
-    return url, platform_id
+        raise UserError(f"{option}: at most 200 characters")
+    return platform_id

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, DateTime, Dialect, Engine, create_engine, event
+from sqlalchemy import Connection, DateTime, Dialect, Engine, Table, create_engine, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -78,6 +78,15 @@ def insert_unless_present(session: Session, table: Any) -> Any:
     DO NOTHING``), in the dialect of the session's database; chain ``.values(...)``."""
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
     return dialect.insert(table).on_conflict_do_nothing()
+
+
+def inserted_ids(session: Session, table: Table, rows: list[dict[str, Any]]) -> list[int]:
+    """INSERT ``rows`` into ``table`` in one statement (SQLAlchemy sends a long list in
+    batches of many rows each) and return their ids, in the order of ``rows``."""
+    if not rows:
+        return []
+    statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+    return list(session.execute(statement, rows).scalars())
 
 
 def make_engine(url: str) -> Engine:

@@ -164,6 +164,10 @@ class Post(Base):
     lease_expires_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    #: When ``herald import`` recorded the post: another system published it, and herald
+    #: keeps only the record. Set, nothing arms, claims, moves, retries or edits the post
+    #: (the claim's compare-and-set and arming read it), whatever its status says.
+    imported_at: Mapped[datetime | None]
 
     deliveries: Mapped[list[Delivery]] = relationship(back_populates="post", order_by="Delivery.id")
 
@@ -297,7 +301,7 @@ class SupportAction(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
-    #: retry, reconnect, landed, send_again.
+    #: retry, reconnect, landed, send_again; imported (``herald import`` recorded it).
     action: Mapped[str] = mapped_column(String(24))
     #: The part it concerned (a resolve), None for the whole delivery.
     part_idx: Mapped[int | None]

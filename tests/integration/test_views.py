@@ -30,7 +30,7 @@ TOKYO = timedelta(hours=9)
 
 #: The keys `herald post show --json` printed before it had a view type; scripts read them.
 POST_KEYS = {"id", "status", "account", "scheduled_at", "zone", "revision", "not_before", "approval"}
-POST_KEYS |= {"texts", "deliveries", "attempts", "media", "channel_texts"}
+POST_KEYS |= {"texts", "deliveries", "attempts", "media", "channel_texts", "imported_at"}
 DELIVERY_KEYS = {"channel", "platform", "status", "reason", "explanation", "action", "detail", "next_attempt_at"}
 DELIVERY_KEYS |= {"attempts", "progress", "platform_id", "url", "parts", "uploads"}
 PART_KEYS = {"index", "text", "state", "key", "platform_id", "url", "published_at"}
