@@ -5,7 +5,8 @@ one place: ``claim`` (the compare-and-set, admission, keys and ``sending``), ``r
 (every fenced write of an attempt), ``authoring`` (what people do: create, move, cancel,
 approve, lift holds), ``support`` (what support staff do: retry, a reconnect's lift, an
 attempt in doubt resolved, each recorded), ``channels`` (connected, and a channel's removal
-with the deliveries it cancels), ``moves`` (what they share). What differs between SQLite
+with the deliveries it cancels), ``schedules`` (recurring releases: the stamp's compare-and-set,
+the queue, each slot's outcome), ``moves`` (what they share). What differs between SQLite
 and PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
 """
 
