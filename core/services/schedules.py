@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from core.domain.errors import NotFound, UserError
 from core.domain.recurrence import DEFAULT_CATCH_UP, Rule, SlotOutcome, parse_rule
+from core.domain.states import PostStatus
 from core.ledger import live_channel
 from core.ledger import schedules as ledger
 from core.runtime.arming import arm_release
@@ -49,7 +50,7 @@ class ScheduleView:
     last_release_slot: datetime
     #: The next slot to release; None once the rule has ended.
     next_slot: datetime | None
-    #: Posts waiting in its queue.
+    #: Posts waiting in its queue (a queued post cancelled or scheduled by hand has left it).
     queued: int
 
 
@@ -183,7 +184,7 @@ def show_schedule(schedule_id: int) -> ScheduleDetail:
         queue = s.execute(
             select(QueuedPost.post_id, QueuedPost.queued_at, Post.parts)
             .join(Post, Post.id == QueuedPost.post_id)
-            .where(QueuedPost.schedule_id == schedule_id)
+            .where(QueuedPost.schedule_id == schedule_id, Post.status == PostStatus.DRAFT)
             .order_by(QueuedPost.id)
         ).all()
         history = s.execute(
@@ -275,7 +276,8 @@ def _views(ids: list[int]) -> list[ScheduleView]:
         queued = dict(
             s.execute(
                 select(QueuedPost.schedule_id, func.count())
-                .where(QueuedPost.schedule_id.in_(ids))
+                .join(Post, Post.id == QueuedPost.post_id)
+                .where(QueuedPost.schedule_id.in_(ids), Post.status == PostStatus.DRAFT)
                 .group_by(QueuedPost.schedule_id)
             ).all()
         )

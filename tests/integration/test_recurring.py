@@ -29,11 +29,20 @@ from core.plugins.manager import plugin_manager
 from core.runtime.arming import job_id, release_job_id
 from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
-from core.services.schedules import add_schedule, queue_post, release_schedule, show_schedule
+from core.services.channels import remove_channel
+from core.services.posts import cancel_post
+from core.services.schedules import (
+    add_schedule,
+    list_schedules,
+    queue_post,
+    release_schedule,
+    remove_schedule,
+    show_schedule,
+)
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Delivery, Post, ReleaseSlot
 from reconciler import releases
-from reconciler.releases import ReleaseResult, release
+from reconciler.releases import Release, ReleaseResult, release
 from reconciler.tick import repair
 from tests.integration.conftest import ROOT, Sandbox, Workers, drain, post_json, wait_until
 
@@ -362,3 +371,38 @@ def test_a_slot_older_than_the_catch_up_window_is_skipped_not_released(
     assert post_json(post_id)["status"] == "draft"
     assert slots(schedule) == [(berlin("2030-03-05T10:00"), SlotOutcome.SKIPPED, None, None, 1)]
     assert show_schedule(schedule).schedule.next_slot == berlin("2030-03-12T10:00")
+
+
+def test_removing_a_schedule_keeps_its_queued_posts_as_drafts_and_its_timer_goes(
+    channels: dict[str, str], clock: ManualClock
+) -> None:
+    clock.set(datetime(2030, 3, 3, 8, 0, tzinfo=UTC))
+    schedule = add_schedule(channels["native"], DAILY_10, "UTC", clock=clock).id
+    kept = queue_post(schedule, ["Kept as a draft"], clock=clock).post_id
+    cancelled = queue_post(schedule, ["Cancelled"], clock=clock).post_id
+    cancel_post(cancelled)
+    assert [q.post_id for q in show_schedule(schedule).queue] == [kept]
+    assert release_job_id(schedule) in post_queue().scheduled_job_registry.get_job_ids()
+
+    done = remove_schedule(schedule, clock=clock)
+
+    assert done.drafts == (kept, cancelled)
+    assert post_json(kept)["status"] == "draft"
+    assert list_schedules() == []
+    assert release_job_id(schedule) not in post_queue().scheduled_job_registry.get_job_ids()
+    clock.set(datetime(2030, 3, 3, 10, 0, 1, tzinfo=UTC))
+    assert repair(clock).released == 0
+    assert post_json(kept)["status"] == "draft"
+
+
+def test_removing_a_channel_removes_its_schedules(channels: dict[str, str], clock: ManualClock) -> None:
+    clock.set(datetime(2030, 3, 3, 8, 0, tzinfo=UTC))
+    schedule = add_schedule(channels["readback"], DAILY_10, "UTC", clock=clock).id
+    queue_post(schedule, ["Never sent"], clock=clock)
+
+    done = remove_channel(channels["readback"], cancel_pending=True)
+
+    assert done.kept_as is not None  # the schedule's history names it
+    assert list_schedules() == []
+    clock.set(datetime(2030, 3, 3, 10, 0, 1, tzinfo=UTC))
+    assert release(schedule, clock) == Release(schedule, ReleaseResult.ENDED)
