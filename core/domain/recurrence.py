@@ -27,6 +27,9 @@ from core.domain.timing import zone as named_zone
 #: post it releases is scheduled at the slot itself and armed for it, so it is on time.
 RELEASE_LEAD = timedelta(seconds=5)
 
+#: Longer than any jump of a zone's clocks (Lord Howe's is 30 minutes, most are an hour).
+_LONGEST_JUMP = timedelta(hours=3)
+
 #: The catch-up window when none is given.
 DEFAULT_CATCH_UP = timedelta(hours=24)
 
@@ -68,37 +71,62 @@ class Rule:
     #: The instant the rule is counted from (its DTSTART, in ``zone``, to the minute).
     start: datetime
 
-    def _rrule(self) -> rrule:
-        local = self.start.astimezone(named_zone(self.zone)).replace(second=0, microsecond=0)
+    def _rrule(self, start: datetime | None = None) -> rrule:
+        """The rule counted from its start (to the minute), or from ``start``, one of its slots."""
+        where = named_zone(self.zone)
+        local = start.astimezone(where) if start else self.start.astimezone(where).replace(second=0, microsecond=0)
         made = rrulestr(self.text, dtstart=local, forceset=False)
         assert isinstance(made, rrule)  # one RRULE line, checked by parse_rule
         return made
 
     def slots_after(self, after: datetime) -> Iterator[datetime]:
-        """The rule's slots strictly after ``after``, as UTC instants, in order.
+        """The rule's slots strictly after ``after``, as UTC instants, in order, counted
+        from the rule's start (the cost grows with the slots since then)."""
+        return _instants(self._rrule(), after)
 
-        Two local times can name one instant (the skipped hour read with the offset before
-        the gap): each instant is given once.
+    def slots_since(self, stamp: datetime) -> Iterator[datetime]:
+        """The slots after a schedule's stamp: its start, or one of its slots.
+
+        From a slot, the rule is counted from that slot itself, which gives the same slots
+        (a slot matches every part the rule takes from its start), so the cost grows with
+        the slots since the last release, not since the schedule began: an every-minute
+        rule would otherwise walk half a million slots a year to find the next one. Not
+        with a COUNT (counted from the start), nor just after the clocks jumped: a slot
+        there may stand for a wall time the clocks skipped, which reads back as another.
         """
-        last = after
-        for local in self._rrule():
-            instant = local.astimezone(UTC)
-            if instant > last:
-                last = instant
-                yield instant
+        where = named_zone(self.zone)
+        if stamp != self.start and "COUNT=" not in self.text:
+            local = stamp.astimezone(where)
+            if (stamp - _LONGEST_JUMP).astimezone(where).utcoffset() == local.utcoffset():
+                return _instants(self._rrule(stamp), stamp)
+        return self.slots_after(stamp)
 
     def next_slot(self, after: datetime) -> datetime | None:
         """The first slot after ``after``, or None when the rule has ended."""
         return next(self.slots_after(after), None)
 
-    def upcoming(self, after: datetime, count: int) -> list[datetime]:
-        """Up to ``count`` slots after ``after``."""
+    def upcoming(self, stamp: datetime, count: int) -> list[datetime]:
+        """Up to ``count`` slots after a schedule's stamp (see :meth:`slots_since`)."""
         found: list[datetime] = []
-        for instant in self.slots_after(after):
+        for instant in self.slots_since(stamp):
             found.append(instant)
             if len(found) == count:
                 break
         return found
+
+
+def _instants(rule: rrule, after: datetime) -> Iterator[datetime]:
+    """``rule``'s occurrences strictly after ``after``, as UTC instants, in order.
+
+    Two local times can name one instant (the skipped hour read with the offset before
+    the gap): each instant is given once.
+    """
+    last = after
+    for local in rule:
+        instant = local.astimezone(UTC)
+        if instant > last:
+            last = instant
+            yield instant
 
 
 def parse_rule(text: str, zone: str, start: datetime) -> Rule:
@@ -183,7 +211,7 @@ def plan_release(rule: Rule, stamp: datetime, now: datetime, window: timedelta) 
     before: datetime | None = None
     count = 0
     following: datetime | None = None
-    for instant in rule.slots_after(stamp):
+    for instant in rule.slots_since(stamp):
         if instant > come:
             following = instant
             break
