@@ -10,19 +10,20 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from core.plugins.events import AlarmEvent
 from core.plugins.manager import plugin_manager
 from core.store import db
-from core.store.models import Alarm, AlarmKind, Channel
+from core.store.models import Alarm, AlarmKind, Channel, QueuedPost, ReleaseSchedule
 from reconciler import queries
 
 log = logging.getLogger(__name__)
 
 
-def _key(kind: AlarmKind, post_id: int, channel_id: int) -> str:
-    return f"{kind}:{post_id}:{channel_id}"
+def _key(kind: AlarmKind, post_id: int | None, channel_id: int, schedule_id: int | None) -> str:
+    about = f"schedule-{schedule_id}" if schedule_id is not None else str(post_id)
+    return f"{kind}:{about}:{channel_id}"
 
 
 def _event(alarm: Alarm, channel: str, state: str) -> AlarmEvent:
@@ -31,6 +32,7 @@ def _event(alarm: Alarm, channel: str, state: str) -> AlarmEvent:
         kind=str(alarm.kind),
         state=state,
         post_id=alarm.post_id,
+        schedule_id=alarm.schedule_id,
         channel=channel,
         slot=alarm.slot,
         detail=alarm.detail,
@@ -49,18 +51,32 @@ def notify(event: AlarmEvent) -> None:
             log.exception("routing alarm %s through %s failed", event.id, impl.plugin_name)
 
 
-def raise_alarm(kind: AlarmKind, post_id: int, channel_id: int, slot: datetime, detail: str, now: datetime) -> bool:
-    """Open an alarm unless the same one is open already. Returns whether it was new."""
+def raise_alarm(
+    kind: AlarmKind,
+    post_id: int | None,
+    channel_id: int,
+    slot: datetime,
+    detail: str,
+    now: datetime,
+    *,
+    schedule_id: int | None = None,
+) -> bool:
+    """Open an alarm unless the same one is open already. Returns whether it was new.
+
+    Args:
+        post_id: the post it is about; None for a schedule's alarm (``schedule_id``).
+    """
     with db.transaction() as s:
         new_id = s.execute(
             db.insert_unless_present(s, Alarm)
             .values(
                 kind=kind,
                 post_id=post_id,
+                schedule_id=schedule_id,
                 channel_id=channel_id,
                 slot=slot,
                 detail=detail,
-                open_key=_key(kind, post_id, channel_id),
+                open_key=_key(kind, post_id, channel_id, schedule_id),
                 opened_at=now,
             )
             .returning(Alarm.id)
@@ -102,6 +118,7 @@ def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:
         open_missed = [
             (a.id, a.post_id, a.channel_id)
             for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.MISSED_SLOT)).scalars()
+            if a.post_id is not None  # always: a missed slot is a post's
         ]
         # An empty IN () would make SQLite walk every active delivery: skip the question.
         watched = [post_id for _, post_id, _ in open_missed]
@@ -117,3 +134,30 @@ def check_missed_slots(now: datetime, missed_after: float) -> tuple[int, int]:
             resolve_alarm(alarm_id, now)
             resolved += 1
     return raised, resolved
+
+
+def check_empty_queues(now: datetime) -> int:
+    """Resolve the open empty-queue alarms whose schedule has a post queued again, or was
+    removed. Returns how many were resolved.
+
+    They are raised by the release that found the queue empty (``reconciler.releases``),
+    once however many empty slots follow while they stay open.
+    """
+    with db.reading() as s:
+        open_empty = [
+            (a.id, a.schedule_id)
+            for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.EMPTY_QUEUE)).scalars()
+        ]
+        cleared = [
+            alarm_id
+            for alarm_id, schedule_id in open_empty
+            if s.execute(select(QueuedPost.id).where(QueuedPost.schedule_id == schedule_id).limit(1)).first()
+            is not None
+            or s.execute(
+                select(ReleaseSchedule.id).where(
+                    ReleaseSchedule.id == schedule_id, ReleaseSchedule.removed_at.is_not(None)
+                )
+            ).first()
+            is not None
+        ]
+    return sum(resolve_alarm(alarm_id, now) for alarm_id in cleared)

@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import Select, func, select
 
 from core.domain.states import ACTIVE_DELIVERY, DeliveryStatus, PostStatus
-from core.store.models import Alarm, Attempt, Delivery, Post
+from core.store.models import Alarm, Attempt, Delivery, Post, ReleaseSchedule
 
 #: Posts the queue should be carrying: their slot is due, or comes before the next tick.
 UPCOMING = (PostStatus.SCHEDULED,)
@@ -107,3 +107,9 @@ def open_alarms() -> Select[Alarm]:
 def oldest_unclaimed_due(now: datetime) -> Select[datetime]:
     """The earliest slot that is due and that no worker has claimed yet."""
     return select(func.min(Post.scheduled_at)).where(Post.status == PostStatus.SCHEDULED, Post.scheduled_at <= now)
+
+
+def due_schedules(horizon: datetime) -> Select[int]:
+    """Recurring schedules whose next slot comes before ``horizon``; a removed or ended
+    one holds none (ix_release_schedules_next_slot_at)."""
+    return select(ReleaseSchedule.id).where(ReleaseSchedule.next_slot_at <= horizon)

@@ -110,6 +110,7 @@ def sweep(now: datetime, timeout: float, settle: float, previous: datetime | Non
         open_duplicates = {
             (a.post_id, a.channel_id): a
             for a in s.execute(queries.open_alarms().where(Alarm.kind == AlarmKind.DUPLICATE)).scalars()
+            if a.post_id is not None  # always: a duplicate is a post's
         }
         # Each lookup is skipped when it has nothing to look up: an empty IN () makes
         # SQLite walk the whole table.

@@ -35,7 +35,7 @@ from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.store import db
 from core.store.models import Tick
-from reconciler import alarms, queries, readback
+from reconciler import alarms, queries, readback, releases
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,8 @@ class RepairReport:
     missed_raised: int
     resolved: int
     duration_ms: float
+    #: Recurring schedules' slots released (a post scheduled) by this pass.
+    released: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,17 +96,21 @@ def candidates(now: datetime, cfg: Settings, previous: datetime | None = None) -
 
 
 def repair(clock: Clock | None = None, cfg: Settings | None = None) -> RepairReport:
-    """One repair pass: arm every candidate, evaluate the missed-slot alarms, record the run."""
+    """One repair pass: release recurring schedules' due slots (their timers are armed for
+    those due before the next tick), arm every candidate, evaluate the missed-slot and
+    empty-queue alarms, record the run."""
     cfg = cfg or settings()
     clock = clock or DatabaseClock(db.engine())
     started = time.perf_counter()
     now = clock.now()
     previous = _last_run(NAME)
+    released = releases.release_due(now + timedelta(seconds=cfg.tick_seconds), clock)
     armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg, previous)))
     raised, resolved = alarms.check_missed_slots(now, cfg.missed_after)
-    report = RepairReport(now, armed, raised, resolved, _ms_since(started))
+    resolved += alarms.check_empty_queues(now)
+    report = RepairReport(now, armed, raised, resolved, _ms_since(started), released)
     _record(NAME, report.at, report.duration_ms, armed)
-    log.info("repair pass: armed %s, missed-slot alarms +%s -%s", armed, raised, resolved)
+    log.info("repair pass: released %s, armed %s, alarms +%s -%s", released, armed, raised, resolved)
     return report
 
 

@@ -21,6 +21,7 @@ from core.cli import keys as cli_keys
 from core.cli import media as cli_media
 from core.cli import plugins as cli_plugins
 from core.cli import sandbox as cli_sandbox
+from core.cli import schedules as cli_schedules
 from core.cli import support as cli_support
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
@@ -393,6 +394,7 @@ cli_channels.register(channel_app)
 cli_media.register(media_app)
 cli_keys.register(keys_app)
 cli_imports.register(app)
+cli_schedules.register(app)
 
 
 def main() -> None:

@@ -112,7 +112,9 @@ def register(app: typer.Typer) -> None:
                     done.add_row(act.action, "" if act.part is None else str(act.part + 1), _at(act.at), act.detail)
                 out.print(done)
 
-    alarms_app = typer.Typer(invoke_without_command=True, help="Alarms: missed slots and duplicates.")
+    alarms_app = typer.Typer(
+        invoke_without_command=True, help="Alarms: missed slots, duplicates, empty release queues."
+    )
     app.add_typer(alarms_app, name="alarms")
 
     @alarms_app.callback()
@@ -132,7 +134,9 @@ def register(app: typer.Typer) -> None:
             return
         table = Table("id", "kind", "state", "post", "channel", "slot", "detail")
         for r in rows:
-            table.add_row(str(r.id), r.kind, r.state, str(r.post_id), r.channel, _at(r.slot), r.detail)
+            table.add_row(
+                str(r.id), r.kind, r.state, _about(r.post_id, r.schedule_id), r.channel, _at(r.slot), r.detail
+            )
         out.print(table)
 
     @alarms_app.command("resolve")
@@ -145,12 +149,18 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(view)
             return
-        out.print(f"alarm {view.id} ({view.kind}, post {view.post_id} on {view.channel}) resolved", highlight=False)
+        about = _about(view.post_id, view.schedule_id)
+        out.print(f"alarm {view.id} ({view.kind}, {about} on {view.channel}) resolved", highlight=False)
 
 
 #: `herald health`'s exit code for each state: stable, for monitoring (2 is every command's
 #: "error:" exit, e.g. no database).
 HEALTH_EXIT = {"healthy": 0, "unhealthy": 1, "needs_person": 3}
+
+
+def _about(post_id: int | None, schedule_id: int | None) -> str:
+    """What an alarm is about: a post, or a recurring schedule (an empty queue)."""
+    return f"post {post_id}" if post_id is not None else f"schedule {schedule_id}"
 
 
 def _at(instant: datetime | None) -> str:

@@ -6,8 +6,10 @@ one place: ``claim`` (the compare-and-set, admission, keys and ``sending``), ``r
 approve, lift holds), ``support`` (what support staff do: retry, a reconnect's lift, an
 attempt in doubt resolved, each recorded), ``channels`` (connected, and a channel's removal
 with the deliveries it cancels), ``imports`` (posts another system published, recorded, and
-the rule that no change reaches them), ``moves`` (what they share). What differs between SQLite
-and PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with ``pipeline``).
+the rule that no change reaches them), ``schedules`` (recurring releases: the stamp's
+compare-and-set, the queue, each slot's outcome), ``moves`` (what they share). What differs
+between SQLite and PostgreSQL is behind ``dialect``, in ``sqlite`` and ``postgresql`` (with
+``pipeline``).
 """
 
 from core.ledger.authoring import Cancelled, cancel_post, insert_post, lift_holds, reschedule_post, set_approval

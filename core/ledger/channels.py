@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from core.domain.states import DeliveryStatus, summarize
 from core.ledger.moves import delivery_states, move
-from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, Publication
+from core.ledger.schedules import end_channel_schedules
+from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, Publication, ReleaseSchedule
 
 channels = cast(Table, Channel.__table__)
 
@@ -84,15 +85,18 @@ def remove_channel(s: Session, channel: Channel, now: datetime) -> str | None:
     deliveries, publications and attempts name it) keeps its row: marked removed,
     disconnected so nothing is ever sent to it again, and renamed ``NAME (removed #ID)``
     so its name is free for a new channel while the history still reads which one it was.
+    Its recurring schedules are removed with it (their history kept).
 
     Returns:
         The name the history now shows, or None when the channel was deleted.
     """
+    end_channel_schedules(s, channel.id, now)
     referred = s.execute(
         select(
             exists().where(Delivery.channel_id == channel.id)
             | exists().where(Publication.channel_id == channel.id)
             | exists().where(Alarm.channel_id == channel.id)
+            | exists().where(ReleaseSchedule.channel_id == channel.id)
         )
     ).scalar_one()
     if not referred:

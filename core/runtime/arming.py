@@ -20,11 +20,16 @@ scheduled for next year, and losing Redis loses nothing.
 rq re-enqueues an id it already knows by pushing it twice, so the check and the create
 happen under one short Redis lock per post. rq's ``Retry`` stays off: re-driving is
 the claim's job, not rq's.
+
+A recurring schedule (§12) has one timer the same way, id ``release-<id>``, armed by
+:func:`arm_release` for its next slot (less ``RELEASE_LEAD``), read from its row; it runs
+the schedule's release (``reconciler.releases``), and the worker re-arms it after.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,15 +38,17 @@ from redis.exceptions import RedisError
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from core.config import settings
+from core.domain.recurrence import RELEASE_LEAD
 from core.domain.states import DeliveryStatus, PostStatus
 from core.ledger import statements as sql
 from core.runtime import lease
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.queue import post_queue
 from core.store import db
+from core.store.models import ReleaseSchedule
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,9 @@ PUBLISH_FUNC = "core.runtime.job.publish_post"
 
 #: Longest a post job may run, all parts and retries of one claim included (rq's timeout).
 JOB_TIMEOUT = 3600
+
+#: A schedule's release timer's function, as rq stores it.
+RELEASE_FUNC = "reconciler.releases.release_job"
 
 
 def job_id(post_id: int) -> str:
@@ -151,15 +161,63 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
 
 
 def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool) -> datetime | None:
+    def create(queue: Queue) -> Job:
+        return queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id))
+
+    return _arm_timer(job_id(post_id), f"herald:arm:{post_id}", create, when, now, abandoned)
+
+
+def release_job_id(schedule_id: int) -> str:
+    return f"release-{schedule_id}"
+
+
+def arm_release(schedule_id: int, clock: Clock | None = None) -> datetime | None:
+    """Make sure the schedule's one timer exists for its next slot, as its row says
+    (none once the schedule ended or was removed).
+
+    Returns:
+        The instant the timer is armed for, or None. A Redis failure is logged and
+        swallowed: the reconciler releases due schedules from the rows on every tick.
+    """
+    with db.reading() as s:
+        next_slot = s.execute(
+            select(ReleaseSchedule.next_slot_at).where(ReleaseSchedule.id == schedule_id)
+        ).scalar_one_or_none()
+    now = (clock or DatabaseClock(db.engine())).now()
+    when = None if next_slot is None else next_slot - RELEASE_LEAD
+
+    def create(queue: Queue) -> Job:
+        return queue.create_job(
+            RELEASE_FUNC,
+            args=(schedule_id,),
+            job_id=release_job_id(schedule_id),
+            timeout=300,
+            result_ttl=0,
+            failure_ttl=7 * 24 * 3600,
+            retry=None,
+        )
+
+    try:
+        return _arm_timer(release_job_id(schedule_id), f"herald:arm:release-{schedule_id}", create, when, now, False)
+    except RedisError as exc:
+        log.warning("schedule %s: could not arm its release timer (%s); the reconciler will", schedule_id, exc)
+        return None
+
+
+def _arm_timer(
+    key: str, lock: str, create: Callable[[Queue], Job], when: datetime | None, now: datetime, abandoned: bool
+) -> datetime | None:
+    """Make sure job ``key`` exists for ``when`` (see the module's docstring); ``create``
+    makes it where none lives."""
     queue = post_queue()
     redis = queue.connection
-    if when is None and not Job.exists(job_id(post_id), connection=redis):
+    if when is None and not Job.exists(key, connection=redis):
         # Nothing to cancel, and nothing to create: one atomic read decides it, as if
         # this ran under the lock just before any concurrent arm.
         return None
-    with redis.lock(f"herald:arm:{post_id}", timeout=10, blocking_timeout=10):
+    with redis.lock(lock, timeout=10, blocking_timeout=10):
         try:
-            job: Job | None = Job.fetch(job_id(post_id), connection=redis)
+            job: Job | None = Job.fetch(key, connection=redis)
         except NoSuchJobError:
             job = None
         status = job.get_status(refresh=False) if job is not None else None
@@ -185,7 +243,7 @@ def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool
             return when
         if job is not None:
             job.delete()
-        job = queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id))
+        job = create(queue)
         if when <= now:
             queue.enqueue_job(job)
         else:

@@ -4,7 +4,7 @@ A running job is never cut short by arming (§7), and rq deletes a finished job'
 right after it returns – so a job cannot re-arm its own id. The worker does it instead,
 from the row, once rq has finished with the job – except after a job whose outcome says
 it left the post ``published``: no action leads out of that state, so there is nothing
-to arm.
+to arm. A recurring schedule's release timer is re-armed the same way, for its next slot.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rq import Queue, SimpleWorker
 from rq.job import Job
 
 from core.plugins import manager as plugins
-from core.runtime.arming import PUBLISH_FUNC, arm
+from core.runtime.arming import PUBLISH_FUNC, RELEASE_FUNC, arm, arm_release
 from core.runtime.job import JobOutcome
 from core.runtime.queue import connection, post_queue
 from core.store import db
@@ -53,6 +53,8 @@ class HeraldWorker(SimpleWorker):
             return bool(super().work(*args, **kwargs))
 
     def perform_job(self, job: Job, queue: Queue) -> bool:
+        if job.func_name == RELEASE_FUNC:
+            return self._release(job, queue)
         if job.func_name != PUBLISH_FUNC:
             return bool(super().perform_job(job, queue))
         ok: bool = super().perform_job(job, queue)  # on work()'s held connection, as is the re-arm
@@ -64,6 +66,17 @@ class HeraldWorker(SimpleWorker):
             arm(post_id)
         except Exception:  # the reconciler re-arms from the row
             log.exception("post %s: re-arm after its job failed", post_id)
+        return ok
+
+    def _release(self, job: Job, queue: Queue) -> bool:
+        """A schedule's release timer, then the timer for its next slot (rq deletes the
+        finished job's hash after it returns, so the job cannot re-arm its own id)."""
+        ok: bool = super().perform_job(job, queue)
+        schedule_id = int(job.args[0])
+        try:
+            arm_release(schedule_id)
+        except Exception:  # the reconciler releases due schedules from the rows
+            log.exception("schedule %s: re-arm after its release failed", schedule_id)
         return ok
 
 

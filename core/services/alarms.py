@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from core.domain.errors import Conflict, NotFound
 from core.runtime.clock import Clock, DatabaseClock
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
-from core.store.models import Alarm, AlarmKind, Channel, Post
+from core.store.models import Alarm, AlarmKind, Channel, Post, ReleaseSchedule
 from reconciler import alarms
 
 AlarmState = Literal["open", "resolved"]
@@ -25,34 +25,38 @@ AlarmState = Literal["open", "resolved"]
 
 @dataclass(frozen=True)
 class AlarmView:
-    """One alarm; instants in its post's zone."""
+    """One alarm; instants in its post's zone (its schedule's, for a schedule's alarm)."""
 
     id: int
     kind: AlarmKind
     #: ``open`` while its condition holds, ``resolved`` once it cleared.
     state: AlarmState
-    post_id: int
+    #: The post it is about; None for a recurring schedule's alarm (``empty_queue``).
+    post_id: int | None
     channel: str
     slot: datetime
     detail: str
     opened_at: datetime
     resolved_at: datetime | None
+    #: The recurring schedule it is about (``empty_queue``), else None.
+    schedule_id: int | None = None
 
 
 _QUERY = (
-    select(Alarm, Channel.name, Post.zone)
+    select(Alarm, Channel.name, func.coalesce(Post.zone, ReleaseSchedule.zone, "UTC"))
     .join(Channel, Channel.id == Alarm.channel_id)
-    .join(Post, Post.id == Alarm.post_id)
+    .outerjoin(Post, Post.id == Alarm.post_id)
+    .outerjoin(ReleaseSchedule, ReleaseSchedule.id == Alarm.schedule_id)
     .order_by(Alarm.id.desc())
 )
 
 
 def list_alarms(*, include_resolved: bool = False, account_id: int | None = None) -> list[AlarmView]:
     """Open alarms (and resolved ones when asked), newest first; only those on
-    ``account_id``'s posts when given."""
+    ``account_id``'s channels when given (a post's channels are its account's)."""
     query = _QUERY if include_resolved else _QUERY.where(Alarm.open_key.is_not(None))
     if account_id is not None:
-        query = query.where(Post.account_id == account_id)
+        query = query.where(Channel.account_id == account_id)
     with db.reading() as s:
         return [_view(alarm, channel, tz) for alarm, channel, tz in s.execute(query)]
 
@@ -94,4 +98,5 @@ def _view(alarm: Alarm, channel: str, tz: str) -> AlarmView:
         detail=alarm.detail,
         opened_at=shown_in(alarm.opened_at, tz),
         resolved_at=maybe_shown_in(alarm.resolved_at, tz),
+        schedule_id=alarm.schedule_id,
     )

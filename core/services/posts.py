@@ -18,6 +18,7 @@ from core import ledger
 from core.domain.errors import NotFound, UserError
 from core.domain.media import MediaRef, media_ids, refs_of
 from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason, UploadState
+from core.ledger import schedules
 from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
@@ -215,6 +216,7 @@ def submit_post(
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
     asked: Mapping[str, Any] | None = None,
+    queue: int | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
 
@@ -237,16 +239,21 @@ def submit_post(
         asked: what a repeat with ``idempotency_key`` is compared by, instead of the
             content resolved from it: the API's request body, so a repeated "in an hour"
             is the same request, not a slot a moment later.
+        queue: a recurring schedule's id: the post is made a draft at the end of its queue,
+            in the same transaction, and released for one of its slots
+            (``reconciler.releases``). It must go to the schedule's channel only.
 
     Raises:
         UserError: no channels or parts, an empty part, per-channel text for a channel not
             named, content a channel's platform refuses, an attachment that is not an image
-            or a video (or damaged, or missing), or a slot in the past.
-        NotFound: an unknown channel.
+            or a video (or damaged, or missing), a slot in the past, or other channels than
+            the ``queue`` schedule's.
+        NotFound: an unknown channel, or no such ``queue`` schedule.
         IdempotencyMismatch: the idempotency key was used for other content.
     """
     content = checked_content(channels=channels, parts=parts, channel_texts=channel_texts, media=media)
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
+    draft = draft or queue is not None
     with db.transaction() as s:
         now = _now(clock)
         placed = place(s, content)
@@ -280,6 +287,8 @@ def submit_post(
         )
         if key is not None:
             bind_idempotency_key(s, placed.account_id, key, post.id)
+        if queue is not None:
+            schedules.enqueue(s, queue, post.id, placed.channel_ids, now)
         post_id = post.id
     if not draft:
         arm(post_id)

@@ -32,10 +32,11 @@ def own_channel(account_id: int, name: str) -> None:
 
 
 def own_alarm(account_id: int, alarm_id: int) -> None:
-    """Raises: NotFound: no alarm ``alarm_id`` on the account's posts."""
+    """Raises: NotFound: no alarm ``alarm_id`` on the account's channels (a post's
+    channels are its account's; a schedule's alarm has no post)."""
     with db.reading() as s:
         owner = s.execute(
-            select(Post.account_id).join(Alarm, Alarm.post_id == Post.id).where(Alarm.id == alarm_id)
+            select(Channel.account_id).join(Alarm, Alarm.channel_id == Channel.id).where(Alarm.id == alarm_id)
         ).scalar_one_or_none()
     if owner != account_id:
         raise NotFound(f"no alarm {alarm_id}")

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, BigInteger, Enum, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from core.domain.recurrence import SlotOutcome
 from core.domain.roles import Role
 from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason, UploadState
 from core.store.db import UTCDateTime
@@ -315,6 +316,8 @@ class AlarmKind(enum.StrEnum):
     MISSED_SLOT = "missed_slot"
     #: More than one copy of a post on a channel for one slot.
     DUPLICATE = "duplicate"
+    #: A recurring schedule's slot came with nothing in its queue.
+    EMPTY_QUEUE = "empty_queue"
 
 
 class Alarm(Base):
@@ -325,15 +328,85 @@ class Alarm(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[AlarmKind] = mapped_column(_enum(AlarmKind))
-    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    #: The post it is about; None for a schedule's alarm (an empty queue has no post).
+    post_id: Mapped[int | None] = mapped_column(ForeignKey("posts.id"))
+    #: The recurring schedule it is about (``empty_queue``), else None.
+    schedule_id: Mapped[int | None] = mapped_column(ForeignKey("release_schedules.id"))
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
     slot: Mapped[datetime]
     detail: Mapped[str] = mapped_column(Text)
-    #: ``kind:post:channel`` while open, NULL once resolved: the unique index lets one
-    #: alarm be open per condition, however many times two reconcilers raise it.
+    #: ``kind:post:channel`` (``kind:schedule-ID:channel``) while open, NULL once resolved:
+    #: the unique index lets one alarm be open per condition, however many times two
+    #: reconcilers raise it.
     open_key: Mapped[str | None] = mapped_column(String(80), unique=True)
     opened_at: Mapped[datetime]
     resolved_at: Mapped[datetime | None]
+
+
+class ReleaseSchedule(Base):
+    """A channel's recurring release slots (§12): an RRULE in an IANA zone, fed by a queue
+    of ready posts (drafts until released). A channel may have several."""
+
+    __tablename__ = "release_schedules"
+    __table_args__ = (
+        # The reconciler's one query for schedules with a slot due (removed ones hold NULL).
+        Index("ix_release_schedules_next_slot_at", "next_slot_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), index=True)
+    #: The RRULE line (``core.domain.recurrence``), computed in ``zone``.
+    rrule: Mapped[str] = mapped_column(Text)
+    zone: Mapped[str] = mapped_column(String(64))
+    #: The rule's DTSTART: when the schedule was added.
+    starts_at: Mapped[datetime]
+    #: Missed slots older than this many seconds are skipped, not released.
+    catch_up_seconds: Mapped[float] = mapped_column(Float)
+    #: The latest slot a release took (released, empty or skipped); the schedule's start
+    #: until the first. Moved only by a compare-and-set on the value read.
+    last_release_slot: Mapped[datetime]
+    #: The first slot after ``last_release_slot``; None once the rule has ended or the
+    #: schedule was removed.
+    next_slot_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    removed_at: Mapped[datetime | None]
+
+
+class QueuedPost(Base):
+    """A post waiting in a schedule's queue, in order (``id``); the post is a draft until
+    released, and its row here goes when it is."""
+
+    __tablename__ = "release_queue"
+    __table_args__ = (Index("ix_release_queue_schedule_id_id", "schedule_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("release_schedules.id"))
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"), unique=True)
+    queued_at: Mapped[datetime]
+
+
+class ReleaseSlot(Base):
+    """What became of a schedule's slot: released (with its post), skipped, or empty.
+
+    The unique index over (schedule, slot) records each slot once, whoever releases it.
+    """
+
+    __tablename__ = "release_slots"
+    __table_args__ = (UniqueConstraint("schedule_id", "slot", name="uq_release_slots_schedule_slot"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("release_schedules.id"))
+    slot: Mapped[datetime]
+    outcome: Mapped[SlotOutcome] = mapped_column(_enum(SlotOutcome))
+    #: The post released for the slot.
+    post_id: Mapped[int | None] = mapped_column(ForeignKey("posts.id"))
+    #: When the released post was scheduled to go out: the slot, or the release's now if
+    #: the slot had passed (the post's timeline has the platform's confirmation).
+    released_at: Mapped[datetime | None]
+    #: A skipped run's last slot, and how many slots it holds (1 for every other outcome).
+    through: Mapped[datetime | None]
+    slots: Mapped[int] = mapped_column(default=1)
+    recorded_at: Mapped[datetime]
 
 
 class Tick(Base):

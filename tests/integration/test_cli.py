@@ -219,7 +219,10 @@ def test_timeline_alarms_and_health_print_tables_and_json(herald: Settings, sand
     (alarm,) = herald_json("alarms")
     assert (alarm["kind"], alarm["state"], alarm["post_id"], alarm["channel"]) == ("missed_slot", "open", late, "w1")
     assert datetime.fromisoformat(alarm["slot"]).utcoffset() == timedelta(hours=9)
-    assert set(alarm) == {"id", "kind", "state", "post_id", "channel", "slot", "detail", "opened_at", "resolved_at"}
+    assert set(alarm) == {
+        "id", "kind", "state", "post_id", "channel", "slot", "detail", "opened_at", "resolved_at", "schedule_id",
+    }  # fmt: skip
+    assert alarm["schedule_id"] is None
     table = herald_cmd("alarms")
     assert table.returncode == 0 and "missed_slot" in table.stdout and "past its slot" in table.stdout
 

@@ -37,8 +37,9 @@ QUERIES = {
     "settling_deliveries": queries.settling_deliveries(NOW, [1, 2]),
     "open_alarms": queries.open_alarms(),
     "oldest_unclaimed_due": queries.oldest_unclaimed_due(NOW),
+    "due_schedules": queries.due_schedules(NOW),
 }
-WATCHED = ("posts", "deliveries", "alarms", "attempts")
+WATCHED = ("posts", "deliveries", "alarms", "attempts", "release_schedules")
 
 
 def plan(statement: Select[object]) -> list[str]:
