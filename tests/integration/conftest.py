@@ -137,6 +137,8 @@ def herald(
     # empty the session's own database (created or claimed empty for it) between tests.
     client = Redis.from_url(redis_url)
     client.flushdb()
+    # Keep the index claimed (see ``redis_url``): an empty index is free to another session.
+    client.set("herald:test-session", "claimed")
     client.close()
     settings = Settings(
         database_url=migrated,
