@@ -111,24 +111,43 @@ def checked_channels(
             f"--channel-text names {', '.join(strays)}, which the post does not go to "
             f"(its channels: {', '.join(content.channels)}); add it with --channel, or drop its --channel-text"
         )
-    found = {
-        c.name: c
-        for c in s.execute(
-            select(Channel).where(Channel.name.in_(content.channels), Channel.removed_at.is_(None))
-        ).scalars()
-    }
-    missing = [n for n in content.channels if n not in found]
-    if missing:
-        raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
+    found = _live_channels(s, content.channels)
     facts = _media_facts(s, media)
     for name in content.channels:
         check_fits(found[name], content.texts_for(name), media, facts)
-    accounts = {c.account_id for c in found.values()}
+    return _one_account(found.values()), found
+
+
+def channels_account(s: Session, names: Sequence[str]) -> int:
+    """The one account the channels ``names`` belong to (a post's files are kept for it).
+
+    Raises:
+        NotFound: an unknown channel.
+        UserError: channels of different accounts.
+    """
+    return _one_account(_live_channels(s, names).values())
+
+
+def _live_channels(s: Session, names: Sequence[str]) -> dict[str, Channel]:
+    """The channels named, by name. Raises: NotFound: an unknown (or removed) one."""
+    found = {
+        c.name: c
+        for c in s.execute(select(Channel).where(Channel.name.in_(names), Channel.removed_at.is_(None))).scalars()
+    }
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
+    return found
+
+
+def _one_account(channels: Iterable[Channel]) -> int:
+    """Raises: UserError: the channels belong to different accounts."""
+    accounts = {c.account_id for c in channels}
     if len(accounts) != 1:
         raise UserError(
             "all channels of one post must belong to the same account; `herald channel list` shows their accounts"
         )
-    return accounts.pop(), found
+    return accounts.pop()
 
 
 def _media_facts(s: Session, media: Sequence[Sequence[MediaRef]]) -> dict[int, MediaView]:
