@@ -1,6 +1,6 @@
 """The API over real SQL and Redis: the integration fixtures, two accounts with a channel,
-a post, an alarm and a kept file (the same bytes for both) each, and a key of every role for
-the first.
+a post, an alarm, a kept file (the same bytes for both) and a key each, and a key of every
+role for the first.
 
 ``alpha`` is the key's own account, ``beta`` another one: its rows must answer 404.
 """
@@ -51,6 +51,8 @@ class Side:
     alarm: int
     #: A kept file: the same picture in both accounts, each its own row.
     media: int
+    #: A viewer key of the account, that no test request uses to authenticate.
+    key: int
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class World:
 def _side(account: str, channel: str, sandbox_url: str, picture: Path) -> Side:
     add_channel(channel, "sandbox-native", {"base_url": sandbox_url, "token": SECRET_TOKEN}, account)
     media = add_media(picture, account_id=media_account(account)).media.id
+    key = create_key(account, Role.VIEWER, name="listed, never used").key.id
     now = DatabaseClock(db.engine()).now()
     post = submit_post(channels=[channel], parts=[f"{account}'s post"], at=now + timedelta(days=1)).post_id
     with db.transaction() as s:
@@ -83,7 +86,7 @@ def _side(account: str, channel: str, sandbox_url: str, picture: Path) -> Side:
         s.add(alarm)
         s.flush()
         alarm_id = alarm.id
-    return Side(account, channel, post, alarm_id, media)
+    return Side(account, channel, post, alarm_id, media, key)
 
 
 @pytest.fixture
