@@ -14,8 +14,10 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.api.errors import ApiError, ErrorCode
+from core.domain.roles import Role
 from core.services.editing import EditMode
 from core.services.media import AttachmentSpec
+from core.store.models import NAME_LENGTH
 
 #: The largest id a row has (the columns are SQL INTEGER); a bigger one is refused as
 #: invalid, never sent to the database.
@@ -155,3 +157,15 @@ class ChannelChange(Body):
 
 class Reconnect(Body):
     settings: dict[str, str] = Field(default_factory=dict, description="New credentials or settings.")
+
+
+# -- API keys (``/api/v1/keys``) -------------------------------------------------------------------
+
+
+class KeyCreate(Body):
+    """A new key for the requesting key's own account: there is no account to name, an
+    admin makes keys for its account only (a body naming one is refused)."""
+
+    role: Role = Field(description="admin, manager (schedule, edit), support (retry, resolve), viewer (read).")
+    name: str = Field("", max_length=NAME_LENGTH, description="What the key is for.")
+    expires: str | None = Field(None, description="Expire after this long (30d, 12h); left out: never.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from core.api import account, channels, media, posts, watch
+from core.api import account, channels, keys, media, posts, watch
 from core.api.models import refuse_nul
 
 
@@ -32,5 +32,5 @@ ROOT = "/api"
 PREFIX = f"{ROOT}/v1"
 
 router = APIRouter(dependencies=[Depends(no_nul_in_path_or_query)])
-for resource in (posts, channels, media, watch, account):
+for resource in (posts, channels, media, watch, account, keys):
     router.include_router(resource.router)

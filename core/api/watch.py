@@ -20,8 +20,10 @@ router = APIRouter()
 
 @router.get("/health", response_model=Health, tags=["health"])
 def get_health(who: Reader) -> Json:
-    """herald's health: what is moving, what waits for a person, and every problem by name."""
-    return jsonable(health())
+    """herald's health: what is moving, what waits for a person, and every problem by name.
+    herald's own state (reconciler, queue, workers, the global stop) is whole; deliveries,
+    alarms and the emergency stop are the key's account's only."""
+    return jsonable(health(account_id=who.account_id))
 
 
 @router.get("/reasons", response_model=list[ReasonView], tags=["health"])

@@ -34,14 +34,18 @@ def register(media: typer.Typer) -> None:
         alt: Annotated[
             str | None, typer.Option(help="Alt text: what the picture shows, for people who cannot see it.")
         ] = None,
+        account: Annotated[
+            str | None,
+            typer.Option(help="The account whose posts may carry it; default: the only account there is."),
+        ] = None,
         as_json: JsonOpt = False,
     ) -> None:
-        """Keep a file for posts (the same bytes are kept once) and print its id; its type,
-        size, dimensions and a video's length are read from it now, and checked against each
-        channel's limits when a post carries it."""
-        from core.services.media import add_media
+        """Keep a file for an account's posts (the same bytes are kept once) and print its id;
+        its type, size, dimensions and a video's length are read from it now, and checked
+        against each channel's limits when a post carries it."""
+        from core.services.media import add_media, media_account
 
-        added = add_media(file, alt)
+        added = add_media(file, alt, account_id=media_account(account))
         if as_json:
             print_json(added)
             return
@@ -55,19 +59,23 @@ def register(media: typer.Typer) -> None:
         )
 
     @media.command("list")
-    def media_list(as_json: JsonOpt = False) -> None:
-        """The kept files, oldest first."""
-        from core.services.media import list_media
+    def media_list(
+        account: Annotated[str | None, typer.Option(help="Only this account's files.")] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """The kept files of every account (or one), oldest first."""
+        from core.services.media import list_media, media_account
 
-        kept = list_media()
+        kept = list_media(account_id=media_account(account) if account is not None else None)
         if as_json:
             print_json(kept)
             return
-        table = Table("id", "file", "type", "alt", "added")
+        table = Table("id", "file", "account", "type", "alt", "added")
         for m in kept:
             table.add_row(
                 str(m.id),
                 m.filename,
+                m.account,
                 describe(m.mime, m.size, m.width, m.height, m.duration),
                 shown(m.alt),
                 shown(m.created_at),

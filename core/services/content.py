@@ -119,7 +119,7 @@ def checked_channels(
     found = (
         {name: known[name] for name in content.channels if name in known}
         if known is not None
-        else {c.name: c for c in s.execute(live_channels().where(Channel.name.in_(content.channels))).scalars()}
+        else _live_channels(s, content.channels)
     )
     missing = [n for n in content.channels if n not in found]
     if missing:
@@ -127,12 +127,36 @@ def checked_channels(
     facts = _media_facts(s, media)
     for name in content.channels:
         check_fits(found[name], content.texts_for(name), media, facts)
-    accounts = {c.account_id for c in found.values()}
+    return _one_account(found.values()), found
+
+
+def channels_account(s: Session, names: Sequence[str]) -> int:
+    """The one account the channels ``names`` belong to (a post's files are kept for it).
+
+    Raises:
+        NotFound: an unknown channel.
+        UserError: channels of different accounts.
+    """
+    return _one_account(_live_channels(s, names).values())
+
+
+def _live_channels(s: Session, names: Sequence[str]) -> dict[str, Channel]:
+    """The channels named, by name. Raises: NotFound: an unknown (or removed) one."""
+    found = {c.name: c for c in s.execute(live_channels().where(Channel.name.in_(names))).scalars()}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise NotFound(f"no channel named {', '.join(missing)}; add it with `herald channel add`")
+    return found
+
+
+def _one_account(channels: Iterable[Channel]) -> int:
+    """Raises: UserError: the channels belong to different accounts."""
+    accounts = {c.account_id for c in channels}
     if len(accounts) != 1:
         raise UserError(
             "all channels of one post must belong to the same account; `herald channel list` shows their accounts"
         )
-    return accounts.pop(), found
+    return accounts.pop()
 
 
 def live_channels() -> Select[Channel]:

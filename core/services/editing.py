@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound, StaleRevision, UserError
@@ -155,8 +156,8 @@ def edit_post(
     for name, texts in change.channel_texts.items():
         if texts:
             checked_texts(texts, f"the text for {name}")
-    # Files are kept before the post's transaction (as at create).
-    kept = keep(change.media) if change.media is not None else None
+    # Files are kept for the post's account, before the post's transaction (as at create).
+    kept = keep(change.media, _account_of(post_id)) if change.media is not None else None
     with db.transaction() as s:
         now = _now()
         post = authoring.post_for_edit(s, post_id)
@@ -193,6 +194,15 @@ def edit_post(
             result = _revise(s, post, content, change, now, mode if published else None, published)
     arm(result.post_id)
     return result
+
+
+def _account_of(post_id: int) -> int:
+    """Raises: NotFound: no such post."""
+    with db.reading() as s:
+        account_id = s.execute(select(Post.account_id).where(Post.id == post_id)).scalar_one_or_none()
+    if account_id is None:
+        raise NotFound(f"no post {post_id}; `herald post list` shows the posts")
+    return account_id
 
 
 def _edited(post: Post, change: PostEdit, kept: Sequence[Kept] | None = None) -> Content:

@@ -11,6 +11,12 @@ Its state, and the exit code `herald health` gives it (stable, for monitoring):
   failed, an attempt in doubt) or an emergency stop is on.
 
 (2 is every command's "error:" exit, e.g. an unreachable database.)
+
+`herald health` (an operator's tool) counts every account. The API and the dashboard read
+the panel for the key's account (``account_id``): herald's own state stays whole (the
+reconciler, the read-back sweep, the queue, the workers' oldest unclaimed due slot, the
+global stop), and what is an account's – its held, failed and in-doubt deliveries, its open
+alarms and its own stop – is that account's alone; no other account is named or counted.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from core.config import Settings, settings
+from core.domain.errors import NotFound
 from core.domain.states import DeliveryStatus, Reason
 from core.ledger.statements import GLOBAL_STOP
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.queue import post_queue
 from core.store import db
-from core.store.models import Account, Delivery, Post, Switch, Tick
+from core.store.models import Account, Alarm, Delivery, Post, Switch, Tick
 from reconciler import queries
 from reconciler.tick import NAME, READBACK
 
@@ -41,6 +48,8 @@ class Health:
     """`herald health`: what is moving, what waits, and every problem by name (instants UTC)."""
 
     now: datetime
+    #: The account whose deliveries, alarms and stop the panel counts; None: every account.
+    account: str | None
     last_tick_at: datetime | None
     #: Seconds since the reconciler's last tick; None if it never ran.
     last_tick_age: float | None
@@ -65,7 +74,8 @@ class Health:
     in_doubt: int
     #: Deliveries that need a person: held, failed, or in doubt, each counted once.
     needs_person: int
-    #: Whether the global emergency stop is on, and the accounts stopped on their own.
+    #: Whether the global emergency stop is on, and the accounts stopped on their own (for
+    #: one account's panel: that account, if it is).
     emergency_stop: bool
     stopped_accounts: tuple[str, ...]
     #: One line per problem of herald itself, each naming the fix.
@@ -89,19 +99,22 @@ class _Attention:
     stopped_accounts: tuple[str, ...]
 
 
-def waiting_deliveries() -> Select[DeliveryStatus, Reason | None, int]:
-    """Held and failed deliveries, counted by status and reason (ix_deliveries_status_next_attempt_at)."""
-    return (
-        select(Delivery.status, Delivery.reason, func.count())
-        .where(Delivery.status.in_([DeliveryStatus.HELD, DeliveryStatus.FAILED]))
-        .group_by(Delivery.status, Delivery.reason)
+def waiting_deliveries(account_id: int | None = None) -> Select[DeliveryStatus, Reason | None, int]:
+    """Held and failed deliveries (of ``account_id``'s posts, when given), counted by status
+    and reason (ix_deliveries_status_next_attempt_at, then the post by its key)."""
+    query = select(Delivery.status, Delivery.reason, func.count()).where(
+        Delivery.status.in_([DeliveryStatus.HELD, DeliveryStatus.FAILED])
     )
+    if account_id is not None:
+        query = query.join(Post, Post.id == Delivery.post_id).where(Post.account_id == account_id)
+    return query.group_by(Delivery.status, Delivery.reason)
 
 
-def stuck_sending(now: datetime) -> Select[int]:
+def stuck_sending(now: datetime, account_id: int | None = None) -> Select[int]:
     """Deliveries ``sending`` with no live lease on their post: a worker died mid-call
-    (ix_deliveries_status_next_attempt_at, then the post by its key)."""
-    return (
+    (ix_deliveries_status_next_attempt_at, then the post by its key); of ``account_id``'s
+    posts, when given."""
+    query = (
         select(func.count())
         .select_from(Delivery)
         .join(Post, Post.id == Delivery.post_id)
@@ -110,19 +123,31 @@ def stuck_sending(now: datetime) -> Select[int]:
             or_(Post.lease_owner.is_(None), Post.lease_expires_at <= now),
         )
     )
+    return query if account_id is None else query.where(Post.account_id == account_id)
 
 
-def _attention(s: Session, now: datetime) -> _Attention:
+def open_alarms_count(account_id: int | None = None) -> Select[int]:
+    """Open alarms (on ``account_id``'s posts, when given)."""
+    alarms = queries.open_alarms()
+    if account_id is not None:
+        alarms = alarms.join(Post, Post.id == Alarm.post_id).where(Post.account_id == account_id)
+    return select(func.count()).select_from(alarms.subquery())
+
+
+def _attention(s: Session, now: datetime, account_id: int | None) -> _Attention:
     held: dict[str, int] = {}
     failed = 0
-    for status, reason, count in s.execute(waiting_deliveries()):
+    for status, reason, count in s.execute(waiting_deliveries(account_id)):
         if status is DeliveryStatus.HELD:
             held[str(reason)] = held.get(str(reason), 0) + count
         else:
             failed += count
-    stuck = s.execute(stuck_sending(now)).scalar_one()
+    stuck = s.execute(stuck_sending(now, account_id)).scalar_one()
     stop = bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())
-    accounts = tuple(s.execute(select(Account.name).where(Account.emergency_stop).order_by(Account.name)).scalars())
+    stopped = select(Account.name).where(Account.emergency_stop).order_by(Account.name)
+    if account_id is not None:
+        stopped = stopped.where(Account.id == account_id)
+    accounts = tuple(s.execute(stopped).scalars())
     return _Attention(
         held=dict(sorted(held.items())),
         failed=failed,
@@ -156,17 +181,31 @@ def _attention_lines(work: _Attention) -> list[str]:
     return lines
 
 
-def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
-    """Read the health panel now (by the one clock)."""
+def health(clock: Clock | None = None, cfg: Settings | None = None, *, account_id: int | None = None) -> Health:
+    """Read the health panel now (by the one clock).
+
+    Args:
+        account_id: count only this account's deliveries, alarms and stop (the API's and
+            the dashboard's panel); None: every account's (`herald health`).
+
+    Raises:
+        NotFound: no account ``account_id``.
+    """
     cfg = cfg or settings()
     now = (clock or DatabaseClock(db.engine())).now()
     problems: list[str] = []
     with db.reading() as s:
+        account = None
+        if account_id is not None:
+            found = s.get(Account, account_id)
+            if found is None:
+                raise NotFound(f"no account {account_id}")
+            account = found.name
         tick = s.get(Tick, NAME)
         swept = s.get(Tick, READBACK)
         oldest = s.execute(queries.oldest_unclaimed_due(now)).scalar()
-        alarms = s.execute(select(func.count()).select_from(queries.open_alarms().subquery())).scalar_one()
-        work = _attention(s, now)
+        alarms = s.execute(open_alarms_count(account_id)).scalar_one()
+        work = _attention(s, now, account_id)
     tick_age = (now - tick.at).total_seconds() if tick else None
     if tick_age is None:
         problems.append("the reconciler has never run: start `herald reconcile` (herald run starts it)")
@@ -193,6 +232,7 @@ def health(clock: Clock | None = None, cfg: Settings | None = None) -> Health:
     attention = _attention_lines(work)
     return Health(
         now=now,
+        account=account,
         last_tick_at=tick.at if tick else None,
         last_tick_age=tick_age,
         last_sweep_age=sweep_age,

@@ -24,7 +24,7 @@ from core.domain.roles import Role
 from core.runtime.clock import Clock, DatabaseClock
 from core.services.channels import account_named
 from core.store import db
-from core.store.models import Account, ApiKey, LoginLink
+from core.store.models import NAME_LENGTH, Account, ApiKey, LoginLink
 
 #: How long a login link works.
 LOGIN_LINK_TTL = timedelta(minutes=10)
@@ -86,11 +86,18 @@ def create_key(
 
     Raises:
         NotFound: no such account.
-        UserError: ``expires_in`` is not positive.
+        UserError: ``expires_in`` is not positive, or ends past the year 9999; ``name`` is
+            longer than a name may be.
     """
     if expires_in is not None and expires_in <= timedelta(0):
         raise UserError("a key's expiry must be in the future: give --expires as a duration such as 30d")
+    if len(name) > NAME_LENGTH:
+        raise UserError(f"a key's name has {len(name)} characters: give one of up to {NAME_LENGTH}")
     now = _now(clock)
+    try:
+        expires_at = now + expires_in if expires_in is not None else None
+    except OverflowError:
+        raise UserError("a key's expiry must end before the year 9999: give a shorter --expires") from None
     prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
     with db.transaction() as s:
         owner = account_named(s, account)
@@ -101,7 +108,7 @@ def create_key(
             role=role,
             name=name or f"{role.value} key",
             created_at=now,
-            expires_at=now + expires_in if expires_in is not None else None,
+            expires_at=expires_at,
         )
         s.add(row)
         s.flush()

@@ -3,8 +3,13 @@
 ``herald media add FILE`` (and ``post create --media FILE``) copies a file into herald's
 storage under the digest of its bytes, probes it (``core.services.probe``) and records its
 facts, so a channel's limits are checked when a post is written, not when it is sent.
-Adding the same bytes again gives the same row. A file is removed only when no unfinished
-post refers to it.
+
+A kept file belongs to one account (§15): only that account sees it, attaches it or
+removes it; another account's is "not found", as its posts are. A post's files are kept
+for its channels' account. Adding the same bytes again gives that account's same row;
+another account adding them gets its own row (the stored bytes are shared). A file is
+removed only when no unfinished post refers to it, and its bytes go once no account's row
+keeps them.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -25,7 +30,7 @@ from core.runtime.clock import DatabaseClock
 from core.services.probe import Facts, probe
 from core.store import db
 from core.store.blobs import blobs
-from core.store.models import Media, Post, PostMedia
+from core.store.models import Account, Media, Post, PostMedia
 
 #: Posts in these states may still send their attachments: their files are kept.
 _FINISHED = (PostStatus.PUBLISHED, PostStatus.CANCELLED)
@@ -36,6 +41,8 @@ class MediaView:
     """A kept file and its probed facts."""
 
     id: int
+    #: The account that keeps it: only that account sees and attaches it.
+    account: str
     filename: str
     mime: str
     size: int
@@ -64,6 +71,7 @@ class Added:
 def _view(m: Media) -> MediaView:
     return MediaView(
         id=m.id,
+        account=m.account.name,
         filename=m.filename,
         mime=m.mime,
         size=m.size,
@@ -94,17 +102,43 @@ def _checked_path(path: Path) -> Path:
     return path
 
 
-def add_media(path: str | Path, alt: str | None = None) -> Added:
-    """Keep the file at ``path`` (once per content) and record its facts.
+def media_account(name: str | None = None) -> int:
+    """The account a file is kept for when no post says which (`herald media add`): the
+    one named; without a name, the only account there is, or ``default`` (made, as
+    `herald channel add` makes it) while there is none.
+
+    Raises:
+        NotFound: no account ``name``.
+        UserError: no name, and several accounts to choose from.
+    """
+    from core.services.channels import account_named  # here: channels imports posts, which imports media
+
+    with db.transaction() as s:
+        if name is not None:
+            return account_named(s, name).id
+        known = list(s.execute(select(Account.id, Account.name).order_by(Account.name).limit(11)))
+        if len(known) == 1:
+            return int(known[0].id)
+        if known:
+            names = ", ".join(row.name for row in known[:10]) + (" ..." if len(known) > 10 else "")
+            raise UserError(f"which account keeps the file? give --account NAME (accounts: {names})")
+        return account_named(s, "default", create=True).id
+
+
+def add_media(path: str | Path, alt: str | None = None, *, account_id: int | None = None) -> Added:
+    """Keep the file at ``path`` for an account (once per content) and record its facts.
 
     Args:
         alt: alt text for the parts that carry it; given again for the same bytes, it
             replaces the one kept.
+        account_id: the account that keeps it; None: :func:`media_account`'s.
 
     Raises:
-        UserError: no such file, a folder, an empty file, not an image or a video, or damaged.
+        UserError: no such file, a folder, an empty file, not an image or a video, or
+            damaged; no account given and several to choose from.
     """
     source = _checked_path(Path(path))
+    owner = account_id if account_id is not None else media_account()
     store = blobs()
     try:
         digest, local = store.put(source)
@@ -113,8 +147,9 @@ def add_media(path: str | Path, alt: str | None = None) -> Added:
     except OSError as exc:
         raise UserError(f"{source} cannot be read ({exc.strerror or exc})") from None
     alt = checked_alt(alt)
+    same = (Media.account_id == owner, Media.digest == digest)
     with db.transaction() as s:
-        existing = s.execute(select(Media).where(Media.digest == digest)).scalar_one_or_none()
+        existing = s.execute(select(Media).where(*same)).scalar_one_or_none()
         if existing is not None and existing.removed_at is None:
             if alt is not None:
                 existing.alt = alt
@@ -122,14 +157,15 @@ def add_media(path: str | Path, alt: str | None = None) -> Added:
     try:
         facts = probe(local, source.name)
     except UserError:
-        if existing is None:
-            store.delete(digest)  # nothing refers to the bytes of a refused file
+        with db.reading() as s:
+            if not _bytes_kept(s, digest):
+                store.delete(digest)  # nothing refers to the bytes of a refused file
         raise
     now = DatabaseClock(db.engine()).now()
     with db.transaction() as s:
-        row = s.execute(select(Media).where(Media.digest == digest)).scalar_one_or_none()
+        row = s.execute(select(Media).where(*same)).scalar_one_or_none()
         if row is None:
-            row = Media(digest=digest, filename=source.name[:255], created_at=now)
+            row = Media(account_id=owner, digest=digest, filename=source.name[:255], created_at=now)
             s.add(row)
         row.mime, row.size, row.width, row.height, row.duration = (
             facts.mime,
@@ -145,17 +181,25 @@ def add_media(path: str | Path, alt: str | None = None) -> Added:
         except IntegrityError:
             # Another process added the same bytes meanwhile: theirs is the row.
             s.rollback()
-            row = s.execute(select(Media).where(Media.digest == digest)).scalar_one()
+            row = s.execute(select(Media).where(*same)).scalar_one()
             return Added(_view(row), existed=True)
         return Added(_view(row), existed=existing is not None)
 
 
-def list_media(*, include_removed: bool = False) -> list[MediaView]:
-    """Every kept file, oldest first."""
+def _bytes_kept(s: Session, digest: str) -> bool:
+    """Whether a row of any account still keeps the bytes of ``digest`` (ix_media_digest)."""
+    live = select(func.count()).select_from(Media).where(Media.digest == digest, Media.removed_at.is_(None))
+    return bool(s.execute(live).scalar_one())
+
+
+def list_media(*, include_removed: bool = False, account_id: int | None = None) -> list[MediaView]:
+    """Every kept file (of ``account_id``, when given), oldest first."""
     with db.reading() as s:
         query = select(Media).order_by(Media.id)
         if not include_removed:
             query = query.where(Media.removed_at.is_(None))
+        if account_id is not None:
+            query = query.where(Media.account_id == account_id)
         return [_view(m) for m in s.execute(query).scalars()]
 
 
@@ -180,7 +224,8 @@ def get_media(s: Session, ids: Sequence[int]) -> dict[int, MediaView]:
 
 
 def remove_media(media_id: int) -> MediaView:
-    """Forget a file, once no unfinished post carries it; its facts stay for the history.
+    """Forget a file, once no unfinished post carries it; its facts stay for the history,
+    and its bytes stay while another account's row keeps them.
 
     Raises:
         NotFound: no such media.
@@ -206,9 +251,12 @@ def remove_media(media_id: int) -> MediaView:
                 "cancel them or wait until they are published, then remove it"
             )
         row.removed_at = DatabaseClock(db.engine()).now()
+        s.flush()
         view = _view(row)
         digest = row.digest
-    blobs().delete(digest)
+        shared = _bytes_kept(s, digest)
+    if not shared:
+        blobs().delete(digest)
     return view
 
 
@@ -260,29 +308,30 @@ class Kept:
     given: str
 
 
-def keep(specs: Sequence[AttachmentSpec]) -> list[Kept]:
-    """Keep each file (``add_media``), in order.
+def keep(specs: Sequence[AttachmentSpec], account_id: int) -> list[Kept]:
+    """Keep each file (``add_media``) for ``account_id``, in order.
 
     Only the part's own alt text is its own: the file's kept one is used at publish time
     where the platform takes alt text, and left out where it does not.
 
     Raises:
         UserError: a file ``add_media`` refuses.
+        NotFound: a kept file named by id that is not ``account_id``'s (or was removed).
     """
-    return [Kept(spec.part, MediaRef(_kept_id(spec), checked_alt(spec.alt)), spec.path) for spec in specs]
+    return [Kept(spec.part, MediaRef(_kept_id(spec, account_id), checked_alt(spec.alt)), spec.path) for spec in specs]
 
 
-def _kept_id(spec: AttachmentSpec) -> int:
-    """The kept file's id: the one named, or the file at the path, kept now.
+def _kept_id(spec: AttachmentSpec, account_id: int) -> int:
+    """The kept file's id: the one named, or the file at the path, kept now for ``account_id``.
 
     Raises:
-        NotFound: no kept media of that id (or it was removed).
+        NotFound: no kept media of that id in the account (or it was removed).
     """
     if spec.media_id is None:
-        return add_media(spec.path).media.id
+        return add_media(spec.path, account_id=account_id).media.id
     with db.reading() as s:
         row = s.get(Media, spec.media_id)
-        if row is None or row.removed_at is not None:
+        if row is None or row.account_id != account_id or row.removed_at is not None:
             raise NotFound(f"no media {spec.media_id}: upload the file first (`herald media add FILE`)")
         return row.id
 
@@ -305,13 +354,15 @@ def _check_part(part: int, given: str, parts: int) -> None:
         raise UserError(f"--media {part + 1}:{given} names part {part + 1}, and the post has {parts} part(s)")
 
 
-def attachments(specs: Sequence[AttachmentSpec], parts: int) -> tuple[tuple[MediaRef, ...], ...]:
-    """Keep each file and lay the attachments out per part (:func:`keep`, :func:`per_part`).
+def attachments(specs: Sequence[AttachmentSpec], parts: int, account_id: int) -> tuple[tuple[MediaRef, ...], ...]:
+    """Keep each file for ``account_id`` and lay the attachments out per part
+    (:func:`keep`, :func:`per_part`).
 
     Raises:
         UserError: an attachment for a part the post does not have, or a file
             ``add_media`` refuses.
+        NotFound: a kept file named by id that is not the account's.
     """
     for spec in specs:  # before any file is copied in
         _check_part(spec.part, spec.path, parts)
-    return per_part(keep(specs), parts)
+    return per_part(keep(specs, account_id), parts)

@@ -23,7 +23,7 @@ from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
-from core.services.content import Content, checked_texts, place
+from core.services.content import Content, channels_account, checked_texts, place
 from core.services.media import AttachmentSpec, MediaView, attachments, get_media
 from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
@@ -312,12 +312,19 @@ def checked_content(
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
     texts = checked_texts(parts)
+    named = tuple(dict.fromkeys(channels))
+    kept = None
+    if media:
+        # The files are kept for the channels' account, before the post's transaction: one
+        # refused later stays kept, unused.
+        with db.reading() as s:
+            account_id = channels_account(s, named)
+        kept = attachments(media, len(texts), account_id)
     return Content(
-        channels=tuple(dict.fromkeys(channels)),
+        channels=named,
         parts=texts,
         channel_texts={name: checked_texts(own, f"the text for {name}") for name, own in (channel_texts or {}).items()},
-        # Files are kept before the post's transaction: one refused later stays kept, unused.
-        media=attachments(media, len(texts)) if media else None,
+        media=kept,
     )
 
 

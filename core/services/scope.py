@@ -1,6 +1,6 @@
 """What a key's account may see (§15): one check for the API and the dashboard alike.
 
-Another account's post, channel, alarm or key is answered as if it did not exist
+Another account's post, channel, alarm, media or key is answered as if it did not exist
 (``NotFound``), so a key cannot learn what other accounts hold.
 """
 
@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from core.domain.errors import NotFound
 from core.store import db
-from core.store.models import Alarm, Channel, Post
+from core.store.models import Alarm, Channel, Media, Post
 
 
 def own_post(account_id: int, post_id: int) -> None:
@@ -40,3 +40,11 @@ def own_alarm(account_id: int, alarm_id: int) -> None:
         ).scalar_one_or_none()
     if owner != account_id:
         raise NotFound(f"no alarm {alarm_id}")
+
+
+def own_media(account_id: int, media_id: int) -> None:
+    """Raises: NotFound: no kept file ``media_id`` in the account."""
+    with db.reading() as s:
+        owner = s.execute(select(Media.account_id).where(Media.id == media_id)).scalar_one_or_none()
+    if owner != account_id:
+        raise NotFound(f"no media {media_id}")

@@ -423,16 +423,24 @@ class Tick(Base):
 class Media(Base):
     """A file herald keeps for attachments: content-addressed, probed once when added (§16).
 
-    The same bytes are kept once (``digest`` is unique); a part refers to a row by id, with
-    its own alt text. A removed row keeps its facts for the history of published posts, and
-    its file is gone.
+    A row belongs to one account, which alone sees it and attaches it: the same bytes
+    added by one account again are its same row (``account_id``, ``digest`` is unique),
+    added by another account they are that account's own row over the same stored file.
+    A part refers to a row by id, with its own alt text. A removed row keeps its facts
+    for the history of published posts; its file goes once no account's row keeps it.
     """
 
     __tablename__ = "media"
+    __table_args__ = (
+        UniqueConstraint("account_id", "digest", name="uq_media_account_digest"),
+        # Whether another account's row still keeps a file's bytes, when one is removed.
+        Index("ix_media_digest", "digest"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
     #: SHA-256 of the bytes, hex: where the storage keeps them.
-    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    digest: Mapped[str] = mapped_column(String(64))
     #: Read from the bytes, never from the file name.
     mime: Mapped[str] = mapped_column(String(64))
     size: Mapped[int] = mapped_column(BigInteger)
@@ -446,6 +454,8 @@ class Media(Base):
     alt: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     removed_at: Mapped[datetime | None]
+
+    account: Mapped[Account] = relationship(lazy="joined")
 
 
 class PostMedia(Base):

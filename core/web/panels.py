@@ -1,5 +1,6 @@
 """Health and alarms (``/health``): herald's health (§14: what is moving, what waits for a
-person, every problem by name) and the account's alarms, which support staff resolve."""
+person, every problem by name) as the login's account sees it – herald's own state whole,
+its deliveries, alarms and stop only – and the account's alarms, which support staff resolve."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ router = APIRouter(route_class=PageRoute)
 @router.get("/health")
 def health_page(request: Request, who: Viewer, fragment: bool = False) -> Response:
     page = "health_panel.html" if fragment else "health.html"
-    return render(request, page, who, health=health(), alarms=list_alarms(account_id=who.account_id))
+    mine = who.account_id
+    return render(request, page, who, health=health(account_id=mine), alarms=list_alarms(account_id=mine))
 
 
 @router.post("/alarms/{alarm_id}/resolve", dependencies=[Csrf])

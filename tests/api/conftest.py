@@ -1,5 +1,6 @@
 """The API over real SQL and Redis: the integration fixtures, two accounts with a channel,
-a post and an alarm each, and a key of every role for the first.
+a post, an alarm, a kept file (the same bytes for both) and a key each, and a key of every
+role for the first.
 
 ``alpha`` is the key's own account, ``beta`` another one: its rows must answer 404.
 """
@@ -22,7 +23,7 @@ from core.domain.roles import Role
 from core.runtime.clock import DatabaseClock
 from core.services.channels import add_channel
 from core.services.keys import create_key
-from core.services.media import add_media
+from core.services.media import add_media, media_account
 from core.services.posts import submit_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Channel
@@ -48,14 +49,16 @@ class Side:
     channel: str
     post: int
     alarm: int
+    #: A kept file: the same picture in both accounts, each its own row.
+    media: int
+    #: A viewer key of the account, that no test request uses to authenticate.
+    key: int
 
 
 @dataclass(frozen=True)
 class World:
     own: Side
     other: Side
-    #: A kept file (media is not an account's: see the report).
-    media: int
     #: role → the secret of a key of ``own``'s account acting as it.
     keys: dict[Role, str]
 
@@ -63,8 +66,10 @@ class World:
         return {"Authorization": f"Bearer {self.keys[role]}"}
 
 
-def _side(account: str, channel: str, sandbox_url: str) -> Side:
+def _side(account: str, channel: str, sandbox_url: str, picture: Path) -> Side:
     add_channel(channel, "sandbox-native", {"base_url": sandbox_url, "token": SECRET_TOKEN}, account)
+    media = add_media(picture, account_id=media_account(account)).media.id
+    key = create_key(account, Role.VIEWER, name="listed, never used").key.id
     now = DatabaseClock(db.engine()).now()
     post = submit_post(channels=[channel], parts=[f"{account}'s post"], at=now + timedelta(days=1)).post_id
     with db.transaction() as s:
@@ -81,16 +86,16 @@ def _side(account: str, channel: str, sandbox_url: str) -> Side:
         s.add(alarm)
         s.flush()
         alarm_id = alarm.id
-    return Side(account, channel, post, alarm_id)
+    return Side(account, channel, post, alarm_id, media, key)
 
 
 @pytest.fixture
 def world(herald: Settings, sandbox: SandboxServer, tmp_path: Path) -> World:
-    own = _side("alpha", "a1", sandbox.url)
-    other = _side("beta", "b1", sandbox.url)
-    media = add_media(png(tmp_path / "picture.png")).media.id
+    picture = png(tmp_path / "picture.png")
+    own = _side("alpha", "a1", sandbox.url, picture)
+    other = _side("beta", "b1", sandbox.url, picture)
     keys = {role: create_key("alpha", role).secret for role in Role}
-    return World(own, other, media, keys)
+    return World(own, other, keys)
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from sqlalchemy import func, select, update
 from core.domain.roles import Role
 from core.domain.states import DeliveryStatus, Reason
 from core.runtime.clock import DatabaseClock, ManualClock
-from core.services.keys import create_key, revoke_key
+from core.services.keys import authenticate, create_key, revoke_key
 from core.store import db
-from core.store.models import ApiKey, Delivery, Post
+from core.store.models import Delivery, Post
 from tests.api.conftest import SECRET_TOKEN, TestClient, World
 
 pytestmark = pytest.mark.integration
@@ -40,9 +40,7 @@ def test_an_expired_or_revoked_key_is_refused(world: World, client: TestClient) 
     past = ManualClock(DatabaseClock(db.engine()).now() - timedelta(hours=1))
     expired = create_key("alpha", Role.ADMIN, expires_in=timedelta(minutes=1), clock=past).secret
     _error(client.get("/api/v1/health", headers={"Authorization": f"Bearer {expired}"}), 401, "unauthenticated")
-    with db.reading() as s:
-        viewer = s.execute(select(ApiKey.id).where(ApiKey.role == Role.VIEWER)).scalar_one()
-    revoke_key(viewer)
+    revoke_key(authenticate(world.keys[Role.VIEWER]).key_id)
     _error(client.get("/api/v1/health", headers=world.auth(Role.VIEWER)), 401, "unauthenticated")
     _error(client.get("/api/v1/health"), 401, "unauthenticated")
     _error(client.get("/api/v1/health", headers={"Authorization": "Bearer hk_nope_nope"}), 401, "unauthenticated")

@@ -4,6 +4,8 @@ The routes are enumerated from the app itself: a route added without an entry in
 :data:`ROUTES` fails here. A role the route's action does not allow is answered 403; an
 allowed role asking for another account's post, channel or alarm is answered 404 (as if
 it did not exist); on its own account's rows the call goes through to the service.
+
+Media and keys are scoped like posts: another account's file or key is not found.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/api/v1/channels/{name}/test"): Case(Action.SUPPORT, True),
     ("POST", "/api/v1/channels/{name}/reconnect"): Case(Action.SUPPORT, True, _json(lambda w, s: {})),
     ("POST", "/api/v1/media"): Case(Action.SCHEDULE, False, lambda w, s: {"files": {}}),
-    ("GET", "/api/v1/media/{media_id}"): Case(Action.READ, False),
+    ("GET", "/api/v1/media/{media_id}"): Case(Action.READ, True),
     ("GET", "/api/v1/health"): Case(Action.READ, False),
     ("GET", "/api/v1/reasons"): Case(Action.READ, False),
     ("GET", "/api/v1/alarms"): Case(Action.READ, False),
@@ -81,6 +83,11 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/account"): Case(Action.READ, False),
     ("POST", "/api/v1/account/stop"): Case(Action.ADMINISTER, False),
     ("POST", "/api/v1/account/resume"): Case(Action.ADMINISTER, False),
+    # -- removing media; the account's API keys
+    ("DELETE", "/api/v1/media/{media_id}"): Case(Action.SCHEDULE, True),
+    ("GET", "/api/v1/keys"): Case(Action.ADMINISTER, False),
+    ("POST", "/api/v1/keys"): Case(Action.ADMINISTER, False, _json(lambda w, s: {"role": "viewer", "name": "made"})),
+    ("DELETE", "/api/v1/keys/{key_id}"): Case(Action.ADMINISTER, True),
 }
 
 
@@ -107,7 +114,9 @@ def test_role_and_account(method: str, path: str, role: Role, world: World, clie
     allowed = allows(role, case.action)
 
     def call(side: Side) -> Any:
-        url = path.format(post_id=side.post, name=side.channel, alarm_id=side.alarm, media_id=world.media)
+        url = path.format(
+            post_id=side.post, name=side.channel, alarm_id=side.alarm, media_id=side.media, key_id=side.key
+        )
         kwargs = case.request(world, side)
         if "files" in kwargs:
             kwargs = {"files": {"file": ("p.png", picture, "image/png")}}

@@ -5,10 +5,13 @@ type it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from alembic import command
 from sqlalchemy import func, select
 
 from adapters.sandbox.adapters import SandboxNative, SandboxNone
@@ -17,14 +20,23 @@ from core.config import Settings
 from core.domain.errors import Conflict, NotFound, UserError
 from core.plugins import IMAGE_TYPES, MB, Limits
 from core.runtime.clock import ManualClock
+from core.services.channels import add_channel
 from core.services.editing import PostEdit, edit_post
-from core.services.media import AttachmentSpec, add_media, list_media, parse_attachments, remove_media
+from core.services.media import (
+    AttachmentSpec,
+    add_media,
+    list_media,
+    media_account,
+    parse_attachments,
+    remove_media,
+)
 from core.services.posts import cancel_post, create_post, show_post
-from core.store import db
+from core.store import db, schema
 from core.store.models import Media, Post
 from tests.integration.media_files import jpeg, mp4, noise_png, png
 from tests.integration.test_cli import herald_cmd
 from tests.integration.test_cli_input import refused
+from tests.integration.test_migrations import empty_engine  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -259,10 +271,27 @@ def test_media_add_list_remove_from_the_command_line(herald: Settings, tmp_path:
     added = herald_cmd("media", "add", str(photo), "--alt", "a red kite")
     assert added.returncode == 0, added.stderr
     assert "media 1: kite.png – image/png" in added.stdout and "30×20" in added.stdout
+    assert list_media()[0].account == "default"  # the only account, made for it: there was none
     listed = herald_cmd("media", "list")
     assert "kite.png" in listed.stdout and "a red kite" in listed.stdout
     assert herald_cmd("media", "remove", "1").returncode == 0
     assert "kite.png" not in herald_cmd("media", "list").stdout
+
+
+def test_media_add_asks_which_account_when_there_are_several(
+    herald: Settings, sandbox_url: str, tmp_path: Path
+) -> None:
+    photo = png(tmp_path / "kite.png")
+    add_media(photo)  # no account yet: "default" is made, as `herald channel add` makes it
+    add_channel("c1", "sandbox-native", {"base_url": sandbox_url}, "acme")
+    ambiguous = herald_cmd("media", "add", str(photo))
+    assert ambiguous.returncode == 2
+    assert "give --account NAME (accounts: acme, default)" in ambiguous.stderr and "Traceback" not in ambiguous.stderr
+    named = herald_cmd("media", "add", str(photo), "--account", "acme", "--json")
+    assert named.returncode == 0, named.stderr
+    assert (json.loads(named.stdout)["media"]["account"], json.loads(named.stdout)["existed"]) == ("acme", False)
+    assert [(m.account, m.filename) for m in list_media()] == [("default", "kite.png"), ("acme", "kite.png")]
+    assert [m.account for m in list_media(account_id=media_account("acme"))] == ["acme"]
 
 
 def test_bad_media_from_the_command_line_is_one_line_and_exit_2(channels: dict[str, str], tmp_path: Path) -> None:
@@ -316,3 +345,72 @@ def test_a_platform_taking_one_video_alone_refuses_two_or_a_video_beside_an_imag
             channels=["n1"], parts=["mixed"], media=[AttachmentSpec(0, str(clip)), AttachmentSpec(0, str(image))]
         )
     assert create_post(channels=["n1"], parts=["one"], media=[AttachmentSpec(0, str(clip))]) > 0
+
+
+# -- the migration that gave files an account -------------------------------------------------------------
+
+
+def _upgrade_to(engine: sa.Engine, revision: str, *statements: str) -> None:
+    cfg = schema.alembic_config(engine)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+        for statement in statements:
+            conn.execute(sa.text(statement))
+
+
+def _account_of_each_file(engine: sa.Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT m.filename, a.name FROM media m JOIN accounts a ON a.id = m.account_id ORDER BY m.id")
+        )
+        return {row.filename: row.name for row in rows}
+
+
+def _post(post_id: int, account_id: int) -> str:
+    return (
+        "INSERT INTO posts (id, account_id, status, scheduled_at, zone, revision, parts, approval, fence, "
+        f"created_at, updated_at) VALUES ({post_id}, {account_id}, 'scheduled', CURRENT_TIMESTAMP, 'UTC', 1, "
+        "'[]', 'not_required', 0, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+    )
+
+
+def _file(media_id: int, name: str) -> str:
+    return (
+        "INSERT INTO media (id, digest, mime, size, filename, created_at) "
+        f"VALUES ({media_id}, '{name:0<64}', 'image/png', 1, '{name}', CURRENT_TIMESTAMP)"
+    )
+
+
+def _account(account_id: int, name: str) -> str:
+    return (
+        "INSERT INTO accounts (id, name, status, emergency_stop, created_at) "
+        f"VALUES ({account_id}, '{name}', 'active', false, CURRENT_TIMESTAMP)"
+    )
+
+
+def test_the_migration_gives_each_kept_file_the_account_of_its_oldest_post_else_the_oldest_account(
+    empty_engine: sa.Engine,  # noqa: F811
+) -> None:
+    _upgrade_to(
+        empty_engine,
+        "0011",
+        _account(1, "first"),
+        _account(2, "second"),
+        _post(1, 2),
+        _post(2, 1),
+        _file(1, "seconds"),
+        _file(2, "shared"),
+        _file(3, "unused"),
+        "INSERT INTO post_media (post_id, media_id) VALUES (1, 1), (2, 2), (1, 2)",
+    )
+    schema.upgrade(empty_engine)
+    assert _account_of_each_file(empty_engine) == {"seconds": "second", "shared": "second", "unused": "first"}
+
+
+def test_the_migration_makes_the_default_account_for_files_kept_before_any_account(
+    empty_engine: sa.Engine,  # noqa: F811
+) -> None:
+    _upgrade_to(empty_engine, "0011", _file(1, "early"))
+    schema.upgrade(empty_engine)
+    assert _account_of_each_file(empty_engine) == {"early": "default"}

@@ -13,7 +13,7 @@ from alembic import op
 import core.store.db
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
