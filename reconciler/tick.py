@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from core.config import Settings, check_tick_seconds, settings
-from core.runtime.arming import arm
+from core.runtime.arming import arm, arm_entering
 from core.runtime.clock import Clock, DatabaseClock
 from core.store import db
 from core.store.models import Tick
@@ -81,18 +81,23 @@ class TickReport:
     duration_ms: float
 
 
-def candidates(now: datetime, cfg: Settings, previous: datetime | None = None) -> set[int]:
-    """Posts that need a live job: due (or due before the next tick), stale, parked, or
-    entering the arming horizon since the ``previous`` pass (all of it on a first pass)."""
+def candidates(now: datetime, cfg: Settings) -> set[int]:
+    """Posts that need a live job: due (or due before the next tick), stale, or parked."""
     horizon = now + timedelta(seconds=cfg.tick_seconds)
-    arming = timedelta(seconds=cfg.arming_horizon)
-    entered = max(now, previous + arming) if previous is not None else now
     with db.reading() as s:
         found = set(s.execute(queries.due_posts(horizon)).scalars())
-        found |= set(s.execute(queries.entering_posts(entered, now + arming)).scalars())
         found |= set(s.execute(queries.stale_leases(now - timedelta(seconds=cfg.grace_seconds))).scalars())
         found |= set(s.execute(queries.parked_deliveries(horizon)).scalars())
     return found
+
+
+def entering(now: datetime, cfg: Settings, previous: datetime | None) -> set[int]:
+    """Posts whose slot entered the arming horizon since the ``previous`` pass (all of the
+    horizon on a first pass, or after an outage longer than it)."""
+    arming = timedelta(seconds=cfg.arming_horizon)
+    after = max(now, previous + arming) if previous is not None else now
+    with db.reading() as s:
+        return set(s.execute(queries.entering_posts(after, now + arming)).scalars())
 
 
 def repair(clock: Clock | None = None, cfg: Settings | None = None) -> RepairReport:
@@ -105,7 +110,9 @@ def repair(clock: Clock | None = None, cfg: Settings | None = None) -> RepairRep
     now = clock.now()
     previous = _last_run(NAME)
     released = releases.release_due(now + timedelta(seconds=cfg.tick_seconds), clock)
-    armed = sum(arm(post_id, clock) is not None for post_id in sorted(candidates(now, cfg, previous)))
+    due = candidates(now, cfg)
+    armed = sum(arm(post_id, clock) is not None for post_id in sorted(due))
+    armed += arm_entering(sorted(entering(now, cfg, previous) - due), clock)
     raised, resolved = alarms.check_missed_slots(now, cfg.missed_after)
     resolved += alarms.check_empty_queues(now)
     report = RepairReport(now, armed, raised, resolved, _ms_since(started), released)

@@ -49,6 +49,16 @@ DELIVERY_TIMES = select(deliveries.c.status, deliveries.c.next_attempt_at).where
     deliveries.c.post_id == bindparam("b_post")
 )
 
+#: POST_TIMING for many posts at once (the posts entering the arming horizon): b_posts.
+POSTS_TIMING = select(posts.c.id, *POST_TIMING.selected_columns).where(
+    posts.c.id.in_(bindparam("b_posts", expanding=True))
+)
+
+#: DELIVERY_TIMES for many posts at once: b_posts.
+DELIVERIES_TIMES = select(deliveries.c.post_id, deliveries.c.status, deliveries.c.next_attempt_at).where(
+    deliveries.c.post_id.in_(bindparam("b_posts", expanding=True))
+)
+
 # -- the claim -----------------------------------------------------------------------
 
 CAS = (

@@ -29,14 +29,14 @@ the schedule's release (``reconciler.releases``), and the worker re-arms it afte
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from redis.exceptions import RedisError
 from rq import Queue
-from rq.exceptions import NoSuchJobError
+from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 from sqlalchemy import Connection, select
 
@@ -158,6 +158,47 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
     except RedisError as exc:
         log.warning("post %s: could not arm its job (%s); the reconciler will", post_id, exc)
         return None
+
+
+def arm_entering(post_ids: Collection[int], clock: Clock | None = None) -> int:
+    """Arm the posts whose slot has just entered the horizon (the reconciler's pass), at the
+    cost of one read of their rows and one atomic create-if-absent per post, instead of
+    :func:`arm`'s lock and look-ups: such a post holds no job yet. One that does, or whose
+    row asks for anything but a timer within the horizon, goes through :func:`arm`. Returns
+    how many were armed.
+
+    A create racing a move of the same post is harmless: a move's :func:`arm` that comes
+    first makes the create find its job and re-arm through :func:`arm`; one that comes
+    after replaces the job with its own time.
+    """
+    if not post_ids:
+        return 0
+    cfg = settings()
+    clock = clock or DatabaseClock(db.engine())
+    with db.peeking() as conn:
+        rows = {r.id: r for r in conn.execute(sql.POSTS_TIMING, {"b_posts": list(post_ids)})}
+        times: dict[int, list[tuple[DeliveryStatus, datetime | None]]] = {}
+        for d in conn.execute(sql.DELIVERIES_TIMES, {"b_posts": list(rows)}):
+            times.setdefault(d.post_id, []).append((d.status, d.next_attempt_at))
+    now = clock.now()
+    horizon = now + timedelta(seconds=cfg.arming_horizon)
+    queue, armed = post_queue(), 0
+    for post_id, row in rows.items():
+        fields = {k: v for k, v in row._mapping.items() if k != "id"}
+        timing = Timing(**fields, deliveries=tuple(times.get(post_id, ())))
+        when = due_at(timing, now, cfg.grace_seconds)
+        if when is None or when <= now or when > horizon or timing.lease_owner is not None:
+            armed += arm(post_id, clock) is not None
+            continue
+        try:
+            queue.schedule_job(queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id)), when, unique=True)
+        except DuplicateJobError:
+            armed += arm(post_id, clock) is not None
+        except RedisError as exc:
+            log.warning("post %s: could not arm its job (%s); the reconciler will", post_id, exc)
+        else:
+            armed += 1
+    return armed
 
 
 def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool) -> datetime | None:

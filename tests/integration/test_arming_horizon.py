@@ -9,7 +9,7 @@ import pytest
 from rq.job import Job, JobStatus
 
 from core.config import Settings
-from core.runtime.arming import job_id
+from core.runtime.arming import PUBLISH_FUNC, job_id, job_options
 from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
 from core.services.posts import create_post, reschedule_post
@@ -108,3 +108,20 @@ def test_a_pass_after_an_outage_longer_than_the_horizon_arms_what_is_now_within_
     clock.advance(150 * 60)  # the reconciler was down for 2.5 h
     repair(clock)
     assert armed_for(post) is not None
+
+
+def test_a_post_entering_the_horizon_that_already_holds_a_job_keeps_one_job_at_its_slot(
+    herald: Settings, channels: dict[str, str]
+) -> None:
+    start = db_now()
+    slot = start + HOUR + timedelta(minutes=5)
+    post = create_post(channels=[channels["native"]], parts=["already armed"], at=slot)
+    queue = post_queue()
+    queue.schedule_job(queue.create_job(PUBLISH_FUNC, **job_options(post)), start + 3 * HOUR)  # a stray job
+    clock = ManualClock(start)
+    repair(clock)
+    clock.advance(6 * 60)
+    assert repair(clock).armed == 1
+    armed = armed_for(post)
+    assert armed is not None and abs((armed - slot).total_seconds()) < 1
+    assert queue.scheduled_job_registry.get_job_ids() == [job_id(post)]
