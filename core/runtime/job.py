@@ -239,7 +239,7 @@ class _DeliveryRun:
                 in_doubt = False
             started = clock().now()
             try:
-                paced = turn(adapter, plan, part.idx, self.claim.fence, started)
+                paced = turn(adapter, plan, part.idx, self.claim.fence, clock())
                 if paced is not None:
                     return self._paced(idx, in_doubt, paced)
                 if part.media:

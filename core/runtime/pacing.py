@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -47,6 +48,7 @@ from redis.exceptions import RedisError
 from core.ledger import DeliveryPlan
 from core.plugins.adapter import Adapter
 from core.plugins.rates import Rate, RateScope
+from core.runtime.clock import Clock
 from core.runtime.queue import connection
 
 log = logging.getLogger(__name__)
@@ -57,38 +59,69 @@ log = logging.getLogger(__name__)
 #: at least ``per_seconds`` apart by the platform's.
 MARGIN = 0.05
 
-#: KEYS: per rate, its log (a sorted set of the sends' instants) and its line (the last
-#: instant a waiter was given). ARGV: now (seconds since the epoch), a member naming this
-#: send, then per rate its count and its window in seconds. Returns nil when the send may
-#: go (its instant added to every log), else the instant to come back at.
+#: A wait this short is slept out in the job, and the turn asked for again, rather than
+#: parked: rq's scheduler keeps whole seconds, so a part whose room comes a moment later
+#: would otherwise wait a second more (or several) for it.
+SHORT_WAIT = 0.3
+
+#: How many times one send asks for its turn, short waits slept out between.
+ASKS = 3
+
+#: How long a waiter keeps its place at the head of the line once its turn has come.
+TURN_KEPT = 3600.0
+
+#: KEYS: per rate its log (a sorted set of the instants sends went through) and its line
+#: (the last turn given to a waiter); then the turns given to this channel's waiters (a
+#: sorted set: waiter → turn). ARGV: now (seconds since the epoch), a member naming this
+#: send in the logs, one naming its waiter (the delivery's part) in the turns, the short
+#: wait, how long a turn is kept, then per rate its count and its window in seconds.
+#:
+#: The send's instant: when every window has room (``free``), and, unless it is a waiter
+#: whose turn has come and the room is a short wait away, after the line too (one
+#: ``window / count`` after each line still ahead). Now or before: it goes, counted in
+#: every log. Else that instant is its turn, and each line moves on to it if it is later.
+#: Returns nil when the send may go, else its turn.
 _TAKE = """
-local now = tonumber(ARGV[1])
-local back = nil
-local full = {}
-for i = 1, #KEYS / 2 do
-  local log, count, window = KEYS[2 * i - 1], tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2])
+local now, short, kept = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local rates = (#KEYS - 1) / 2
+local turns = KEYS[#KEYS]
+local given = redis.call('ZSCORE', turns, ARGV[3])
+local returning = given and tonumber(given) <= now
+local free, behind, longest = now, now, 0
+for i = 1, rates do
+  local log, line = KEYS[2 * i - 1], KEYS[2 * i]
+  local count, window = tonumber(ARGV[2 * i + 4]), tonumber(ARGV[2 * i + 5])
+  longest = math.max(longest, window)
   redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window)
   redis.call('ZREMRANGEBYRANK', log, 0, -(count + 1))
   if redis.call('ZCARD', log) >= count then
-    local at = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + window
-    local line = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
-    at = math.max(at, line + window / count)
-    if back == nil or at > back then back = at end
-    full[#full + 1] = i
+    free = math.max(free, tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + window)
   end
+  local last = tonumber(redis.call('GET', line) or '0')
+  if last > now then behind = math.max(behind, last + window / count) end
 end
-if back == nil then
-  for i = 1, #KEYS / 2 do
+local at = free
+local first = returning and free - now <= short
+if not first then at = math.max(free, behind) end
+if at <= now then
+  for i = 1, rates do
     redis.call('ZADD', KEYS[2 * i - 1], now, ARGV[2])
-    redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil(tonumber(ARGV[2 * i + 2]) * 1000))
+    redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil(tonumber(ARGV[2 * i + 5]) * 1000))
   end
+  redis.call('ZREM', turns, ARGV[3])
   return nil
 end
-for _, i in ipairs(full) do
-  local ttl = math.ceil((back - now + tonumber(ARGV[2 * i + 2])) * 1000)
-  redis.call('SET', KEYS[2 * i], string.format('%.6f', back), 'PX', ttl)
+for i = 1, rates do
+  local window = tonumber(ARGV[2 * i + 5])
+  local last = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
+  if at > last then
+    redis.call('SET', KEYS[2 * i], string.format('%.6f', at), 'PX', math.ceil((at - now + window) * 1000))
+  end
 end
-return string.format('%.6f', back)
+redis.call('ZREMRANGEBYSCORE', turns, '-inf', now - kept)
+redis.call('ZADD', turns, at, ARGV[3])
+redis.call('PEXPIRE', turns, math.ceil((at - now + longest + kept) * 1000))
+return string.format('%.6f', at)
 """
 
 
@@ -112,17 +145,26 @@ class Pacer:
     def __init__(self, redis: Redis) -> None:
         self._take: Script = redis.register_script(_TAKE)
 
-    def take(self, keys: list[str], rates: tuple[Rate, ...], member: str, now: datetime) -> datetime | None:
+    def take(
+        self, keys: list[str], rates: tuple[Rate, ...], turns: str, send: str, waiter: str, now: datetime
+    ) -> datetime | None:
         """Take a turn under every one of ``rates`` (``keys[i]`` names rate i's budget).
 
+        Args:
+            turns: the key of the turns given to the channel's waiters.
+            send: names this send in the logs (unique to it).
+            waiter: names what waits (the delivery's part), the same when it asks again.
+
         Returns:
-            None: the send may go now, and has been counted. Else the instant it may ask again.
+            None: the send may go now, and has been counted. Else its turn: the instant it
+            may ask again, when it will be first in line.
 
         Raises:
             RedisError: the pacer could not be asked.
         """
         names = [name for key in keys for name in (f"{key}:log", f"{key}:line")]
-        args: list[str | float] = [repr(now.timestamp()), member]
+        names.append(turns)
+        args: list[str | float] = [repr(now.timestamp()), send, waiter, SHORT_WAIT, TURN_KEPT]
         for rate in rates:
             args += [rate.count, rate.per_seconds + MARGIN]
         answer = self._take(keys=names, args=args)
@@ -142,13 +184,16 @@ def budget_key(adapter: Adapter, plan: DeliveryPlan, rate: Rate) -> str:
     return f"herald:pace:{whose}:{rate.count}/{rate.per_seconds:g}"
 
 
-def turn(adapter: Adapter, plan: DeliveryPlan, part_idx: int, fence: int, now: datetime) -> Turn | None:
+def turn(adapter: Adapter, plan: DeliveryPlan, part_idx: int, fence: int, clock: Clock) -> Turn | None:
     """Ask for this part's turn under its channel's rates, just before its send.
+
+    A turn less than :data:`SHORT_WAIT` away is slept out here and asked for again (a few
+    times at most), so the job sends the part itself.
 
     Returns:
         None: send it now (a channel that keeps to no rate never asks Redis). Else the
-        turn it waits for: the instant is rounded up to a whole second, as rq's scheduler
-        keeps whole seconds and would otherwise start the job before its turn.
+        turn it waits for, parked: the instant is rounded up to a whole second, as rq's
+        scheduler keeps whole seconds and would otherwise start the job before its turn.
 
     Raises:
         ConfigError: the channel's ``rate`` setting is not a rate.
@@ -157,11 +202,19 @@ def turn(adapter: Adapter, plan: DeliveryPlan, part_idx: int, fence: int, now: d
     if not rates:
         return None
     keys = [budget_key(adapter, plan, rate) for rate in rates]
-    try:
-        at = _pacer(connection()).take(keys, rates, f"{plan.delivery_id}:{part_idx}:{fence}", now)
-    except RedisError as exc:
-        log.warning("delivery %s: the pacer could not be asked (%s); sending without it", plan.delivery_id, exc)
-        return None
-    if at is None:
-        return None
-    return Turn(datetime.fromtimestamp(math.ceil(at.timestamp()), UTC), rates)
+    turns = f"herald:pace:turns:channel:{plan.channel_id}"
+    send, waiter = f"{plan.delivery_id}:{part_idx}:{fence}", f"{plan.delivery_id}:{part_idx}"
+    pacer, asked = _pacer(connection()), 0
+    while True:
+        now = clock.now()
+        try:
+            at = pacer.take(keys, rates, turns, send, waiter, now)
+        except RedisError as exc:
+            log.warning("delivery %s: the pacer could not be asked (%s); sending without it", plan.delivery_id, exc)
+            return None
+        if at is None:
+            return None
+        wait, asked = (at - now).total_seconds(), asked + 1
+        if wait > SHORT_WAIT or asked == ASKS:
+            return Turn(datetime.fromtimestamp(math.ceil(at.timestamp()), UTC), rates)
+        time.sleep(wait)

@@ -8,6 +8,8 @@ is tests/integration/test_catchup.py.
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +24,7 @@ from core.ledger import DeliveryPlan
 from core.plugins import Rate, RateScope
 from core.plugins import manager as plugins
 from core.runtime import job, pacing
-from core.runtime.clock import ManualClock
+from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.pacing import MARGIN, Pacer, budget_key, turn
 from core.runtime.queue import connection
 from core.services.channels import add_channel
@@ -43,51 +45,65 @@ def at(seconds: float) -> datetime:
 # -- the pacer itself ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def pacer(herald: Settings) -> Pacer:
-    return Pacer(connection())
+class Channel:
+    """One channel's budgets on the real pacer, asked with instants the test picks."""
+
+    def __init__(self, *rates: Rate) -> None:
+        self.pacer, self.rates = Pacer(connection()), rates
+        self.keys = [f"test:{i}" for i in range(len(rates))]
+
+    def take(self, waiter: str, seconds: float) -> datetime | None:
+        return self.pacer.take(self.keys, self.rates, "test:turns", f"{waiter}@{seconds}", waiter, at(seconds))
 
 
 def test_sends_within_the_rate_go_at_once_and_the_next_waits_for_the_oldest_to_leave_the_window(
-    pacer: Pacer,
+    herald: Settings,
 ) -> None:
-    rates = (Rate(3, 10),)
-    assert [pacer.take(["k"], rates, f"s{i}", at(i)) for i in range(3)] == [None, None, None]
+    channel = Channel(Rate(3, 10))
+    assert [channel.take(f"s{i}", i) for i in range(3)] == [None, None, None]
 
-    assert pacer.take(["k"], rates, "s3", at(5)) == at(10 + MARGIN)
+    assert channel.take("s3", 5) == at(10 + MARGIN)
 
 
 def test_a_backlog_told_to_wait_is_spread_at_the_sustained_rate_not_sent_back_at_one_instant(
-    pacer: Pacer,
+    herald: Settings,
 ) -> None:
-    rates = (Rate(2, 10),)
-    window = 10 + MARGIN
-    for i in range(2):
-        assert pacer.take(["k"], rates, f"s{i}", T0) is None
+    channel, window = Channel(Rate(2, 10)), 10 + MARGIN
+    assert [channel.take(f"s{i}", 0) for i in range(2)] == [None, None]
 
-    waits = [pacer.take(["k"], rates, f"w{i}", T0) for i in range(4)]
+    waits = [channel.take(f"w{i}", 0) for i in range(4)]
 
     assert waits == [at(window + i * window / 2) for i in range(4)]
 
 
-def test_a_waiter_that_comes_back_at_its_turn_goes_and_one_that_finds_the_window_full_waits_again(
-    pacer: Pacer,
-) -> None:
-    rates = (Rate(1, 10),)
-    assert pacer.take(["k"], rates, "first", T0) is None
-    turn_at = pacer.take(["k"], rates, "second", T0)
-    assert turn_at == at(10 + MARGIN)
+def test_a_waiter_goes_at_its_turn_and_a_newcomer_does_not_take_the_room_kept_for_it(herald: Settings) -> None:
+    channel, window = Channel(Rate(1, 10)), 10 + MARGIN
+    assert channel.take("first", 0) is None
+    assert channel.take("second", 0) == at(window)
+    assert channel.take("third", 0) == at(2 * window)
 
-    assert pacer.take(["k"], rates, "second", turn_at) is None
-    # Someone else took the room a moment before: no second send in the window.
-    assert pacer.take(["k"], rates, "third", turn_at) is not None
+    # The window has room again, but two waiters are ahead of a newcomer.
+    assert channel.take("newcomer", window + 0.5) == at(3 * window)
+    assert channel.take("second", window + 0.5) is None
 
 
-def test_every_rate_of_a_channel_holds_the_tightest_decides(pacer: Pacer) -> None:
-    rates = (Rate(5, 1), Rate(2, 60))
-    assert [pacer.take(["a", "b"], rates, f"s{i}", at(i * 0.1)) for i in range(2)] == [None, None]
+def test_a_waiter_whose_room_is_a_moment_late_is_told_that_moment_and_keeps_its_place(herald: Settings) -> None:
+    channel, window = Channel(Rate(1, 10)), 10 + MARGIN
+    channel.take("first", 0)
+    channel.take("second", 0)
+    channel.take("third", 0)
+    assert channel.take("second", window + 0.2) is None  # its job ran 0.2 s late
 
-    assert pacer.take(["a", "b"], rates, "s2", at(0.2)) == at(60 + MARGIN)
+    assert channel.take("third", 2 * window) == at(2 * window + 0.2)
+    assert channel.take("newcomer", 2 * window + 0.1) == at(3 * window + 0.2)
+    assert channel.take("third", 2 * window + 0.2) is None
+
+
+def test_every_rate_of_a_channel_holds_the_tightest_decides(herald: Settings) -> None:
+    channel = Channel(Rate(5, 1), Rate(2, 60))
+    assert [channel.take(f"s{i}", i * 0.1) for i in range(2)] == [None, None]
+
+    assert channel.take("s2", 0.2) == at(60 + MARGIN)
 
 
 def test_a_channel_scope_is_each_channels_own_and_a_platform_scope_is_shared(herald: Settings) -> None:
@@ -99,6 +115,20 @@ def test_a_channel_scope_is_each_channels_own_and_a_platform_scope_is_shared(her
     mine, theirs = Rate(1, 60), Rate(1, 60, RateScope.PLATFORM)
     assert budget_key(adapter, plan(1), mine) != budget_key(adapter, plan(2), mine)
     assert budget_key(adapter, plan(1), theirs) == budget_key(adapter, plan(2), theirs)
+
+
+def test_a_turn_a_moment_away_is_slept_out_in_the_job_not_parked(herald: Settings) -> None:
+    adapter, plan = (
+        plugins.adapter("sandbox-native"),
+        DeliveryPlan(7, 3, "sandbox-native", {"rate": "1/0.2"}, (), 0, False, 1),
+    )
+    now = DatabaseClock(db.engine())
+    assert turn(adapter, plan, 0, 1, now) is None
+    started = time.monotonic()
+
+    assert turn(adapter, replace(plan, delivery_id=8), 0, 1, now) is None
+
+    assert time.monotonic() - started >= 0.2  # it waited for the room, then went
 
 
 # -- the publish job keeping a channel's rate ----------------------------------------------
@@ -203,7 +233,7 @@ def test_when_redis_cannot_be_asked_the_part_is_sent_and_a_line_says_so(
     plan = DeliveryPlan(7, 3, "sandbox-native", {"rate": "1/60"}, (), 0, False, 1)
 
     with caplog.at_level(logging.WARNING, logger="core.runtime.pacing"):
-        assert turn(plugins.adapter("sandbox-native"), plan, 0, 1, T0) is None
+        assert turn(plugins.adapter("sandbox-native"), plan, 0, 1, ManualClock(T0)) is None
 
     assert "delivery 7: the pacer could not be asked" in caplog.text
     assert "sending without it" in caplog.text
