@@ -9,18 +9,25 @@ channel's own ``rate`` setting.
 The pacer is one Lua script on herald's Redis, so every worker process shares it, at one
 round trip per send, and only for channels that keep to a rate. For each rate it keeps a
 **log**, the instants it let a send through in the last window (a sorted set, at most
-``count`` long), and a **line**, the last instant it told a waiter to come back at:
+``count`` long), and a **line**, the last turn it gave a waiter; and for each channel the
+**turns** it gave its waiters (delivery and part → instant):
 
-* the log holds fewer than ``count`` sends in the window: the send goes at once, and its
-  instant joins the log. A post on time on an idle channel never waits;
-* the log is full: the send waits until the oldest entry leaves the window, and after
-  the waiter before it (the line, plus one ``window / count``), so a backlog is spread out
-  at the sustained rate rather than told, all of it, to come back at the same instant.
+* the log holds fewer than ``count`` sends in the window and nobody waits: the send goes
+  at once, and its instant joins the log. A post on time on an idle channel never waits;
+* else it is given a turn: when the oldest entry leaves the window, and one ``window /
+  count`` after the line, so a backlog is spread out at the sustained rate rather than
+  told, all of it, to come back at the same instant; a newcomer queues behind the waiters
+  even when the window has room, as that room is kept for them;
+* a waiter that comes back at its turn goes when the window has room. Only a send the log
+  lets through goes out, so however late jobs run, no window ever holds more than
+  ``count`` of herald's sends. One that finds no room yet (the sends before it ran late)
+  keeps its place if the room is a short wait away, and queues again if it is not.
 
-A waiter is not promised its instant: when it comes back it asks again like any send,
-and one that finds the window full (another took the room first, or the sends before it
-ran late) waits again at the end of the line. Only a send the log lets through goes out,
-so however late jobs run, no window ever holds more than ``count`` of herald's sends.
+A turn less than :data:`SHORT_WAIT` away is slept out in the job: rq's scheduler keeps
+whole seconds, and for a window of a second or two the room often comes a moment after
+the tick that woke the job. A longer one parks the delivery, its turn rounded up to a
+whole second. Every window is taken :data:`MARGIN` longer than the platform's, for the
+time a call takes to arrive, which is not the same for every call.
 
 A delivery told to wait is parked like a Wait (``core.ledger.delivery_paced``): no attempt
 counted, no attempt row, no backoff, its job re-armed for that instant through
