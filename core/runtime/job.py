@@ -237,11 +237,15 @@ class _DeliveryRun:
                 # A part is posted only once its uploads are: this one never was.
                 never_posted(self.claim, plan.delivery_id, part.idx, clock().now(), self.cfg.lease_seconds)
                 in_doubt = False
-            started = clock().now()
             try:
                 paced = turn(adapter, plan, part.idx, self.claim.fence, clock())
-                if paced is not None:
-                    return self._paced(idx, in_doubt, paced)
+            except ConfigError as exc:  # the channel's own rate setting is no rate
+                return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), in_doubt)
+            if paced is not None:
+                return self._paced(idx, in_doubt, paced)
+            # After any wait for the turn: a call in doubt is never raced before its deadline.
+            started = clock().now()
+            try:
                 if part.media:
                     ctx = Attaching(self.claim, plan, self.cfg, self.hb, clock).attach(adapter, part, ctx, uploads)
                 sent = self._attempt(adapter, part, ctx, in_doubt)

@@ -31,6 +31,7 @@ from core.services.channels import add_channel
 from core.services.posts import create_post
 from core.store import db
 from core.store.models import Attempt, Delivery
+from tests.integration.channels_made_before import add_unchecked_channel
 from tests.integration.conftest import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -237,3 +238,19 @@ def test_when_redis_cannot_be_asked_the_part_is_sent_and_a_line_says_so(
 
     assert "delivery 7: the pacer could not be asked" in caplog.text
     assert "sending without it" in caplog.text
+
+
+def test_a_channel_whose_rate_setting_is_no_rate_is_held_misconfigured_and_nothing_is_sent(
+    herald: Settings, clock: ManualClock, sandbox_url: str, platform: Sandbox
+) -> None:
+    # Made before herald checked the setting (channel add refuses it now).
+    add_unchecked_channel("badrate", "sandbox-native", {"base_url": sandbox_url, "token": "t-ok", "rate": "fast"})
+    post_id = create_post(channels=["badrate"], parts=["never sent"])
+
+    job.publish_post(post_id)
+
+    held = delivery_of(post_id)
+    assert (held.status, held.reason) == (DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED)
+    assert "COUNT/SECONDS" in (held.detail or "")
+    assert held.parts[0].state is PartState.UNSENT
+    assert platform.posts() == []
