@@ -79,6 +79,7 @@ from core.plugins import (
     NotSent,
     PublishContext,
     Published,
+    Rate,
     Reason,
     Rejected,
     Setting,
@@ -137,6 +138,10 @@ class Bluesky(Adapter):
     # putRecord's ``rkey``: the key as a TID (:meth:`key_on_wire`), never the key as it is.
     key_in: ClassVar[str | None] = "body:rkey"
     limits: ClassVar[Limits] = POST_LIMITS
+    # Bluesky's PDS counts an account's record writes in points, 5,000 an hour and 35,000 a
+    # day, a create costing 3: "an account may create at most 1,666 records per hour and
+    # 11,666 records per day" (docs.bsky.app, advanced-guides/rate-limits). Both windows hold.
+    rates: ClassVar[tuple[Rate, ...]] = (Rate(5000 // 3, 60 * 60), Rate(35000 // 3, 24 * 60 * 60))
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
             "handle",

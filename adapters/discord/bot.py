@@ -30,6 +30,8 @@ from core.plugins import (
     Limits,
     PublishContext,
     Published,
+    Rate,
+    RateScope,
     Setting,
     Strategy,
     VerifyContext,
@@ -63,6 +65,11 @@ class DiscordBot(Adapter):
     limits: ClassVar[Limits] = MESSAGE_LIMITS
     # Create Message takes the files in the same multipart request as the message.
     uploads_first: ClassVar[bool] = False
+    # Discord's docs give no route's numbers ("should not be hard coded"; the headers say
+    # them), but their example bucket, and what libraries have long kept to, is 5 messages
+    # in 5 seconds per channel; and "all bots can make up to 50 requests per second"
+    # (discord/discord-api-docs, docs/topics/rate-limits.md, Global Rate Limit).
+    rates: ClassVar[tuple[Rate, ...]] = (Rate(5, 5), Rate(50, 1, RateScope.PLATFORM))
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
             "token",

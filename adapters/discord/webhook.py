@@ -29,6 +29,7 @@ from core.plugins import (
     Limits,
     PublishContext,
     Published,
+    Rate,
     Reason,
     Rejected,
     Setting,
@@ -98,6 +99,9 @@ class DiscordWebhook(Adapter):
     limits: ClassVar[Limits] = WEBHOOK_LIMITS
     # Execute Webhook takes the files in the same multipart request as the message.
     uploads_first: ClassVar[bool] = False
+    # A webhook is a top-level resource of its own in Discord's per-route limits
+    # (docs/topics/rate-limits.md); 5 messages in 5 seconds, as for a bot's channel.
+    rates: ClassVar[tuple[Rate, ...]] = (Rate(5, 5),)
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
             "webhook_url",

@@ -39,6 +39,7 @@ from core.plugins import (
     Limits,
     PublishContext,
     Published,
+    Rate,
     Reason,
     Rejected,
     Setting,
@@ -108,6 +109,11 @@ class Mastodon(Adapter):
     key_in: ClassVar[str | None] = "header:Idempotency-Key"
     limits: ClassVar[Limits] = DEFAULT_LIMITS
     uploads_first: ClassVar[bool] = True
+    # Mastodon's docs (content/en/api/rate-limits.md) allow an account 300 requests of any
+    # kind in 5 minutes; the statuses it may post are held tighter, 300 in 3 hours
+    # (mastodon/mastodon app/lib/rate_limiter.rb, family ``statuses``, which
+    # PostStatusService checks for statuses made through the API). 300 in 3 hours keeps both.
+    rates: ClassVar[tuple[Rate, ...]] = (Rate(300, 3 * 60 * 60),)
     settings: ClassVar[tuple[Setting, ...] | None] = (
         Setting(
             "base_url",

@@ -4,6 +4,7 @@
 ``strategy`` says which: ``native``, ``readback``, ``none``, ``mastodon``, ``bluesky``),
 ``GET /sandbox/media`` every upload, ``GET /sandbox/held`` every answer held back and when
 the client hung up on it. ``PUT /sandbox/faults`` sets the faults (``faults.py``),
+``PUT /sandbox/rate`` the rate limit (``limiter.py``; ``GET`` tells what it refused),
 ``PUT /sandbox/tokens/{token}`` a token's state, ``DELETE /sandbox/posts`` forgets it all.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import asdict
 from adapters.sandbox.api import json_body
 from adapters.sandbox.exchange import Exchange, HeldAnswer
 from adapters.sandbox.faults import APIS, FaultConfig, FaultError
+from adapters.sandbox.limiter import RateConfig
 from adapters.sandbox.store import TOKEN_STATES, Refusal
 
 
@@ -41,6 +43,7 @@ def answer_admin(exchange: Exchange, held: list[HeldAnswer], held_lock: threadin
     elif route == ("DELETE", "posts") and len(parts) == 1:
         store.reset()
         faults.configure(FaultConfig())
+        exchange.rate.configure(RateConfig())
         with held_lock:
             held.clear()
         exchange.send_json(200, {"ok": True})
@@ -57,6 +60,15 @@ def answer_admin(exchange: Exchange, held: list[HeldAnswer], held_lock: threadin
             raise Refusal(400, "bad_request", str(exc)) from exc
         faults.configure(config)
         exchange.send_json(200, config.to_json())
+    elif route == ("GET", "rate") and len(parts) == 1:
+        exchange.send_json(200, exchange.rate.to_json())
+    elif route == ("PUT", "rate") and len(parts) == 1:
+        try:
+            rate = RateConfig.from_json(json_body(exchange.raw))
+        except FaultError as exc:
+            raise Refusal(400, "bad_request", str(exc)) from exc
+        exchange.rate.configure(rate)
+        exchange.send_json(200, exchange.rate.to_json())
     elif route == ("PUT", "tokens") and len(parts) == 2:
         body = json_body(exchange.raw)
         state = body.get("state") if isinstance(body, dict) else None

@@ -94,6 +94,8 @@ def _create_post(exchange: Exchange, strategy: str) -> None:
         return
     token = exchange.bearer()
     exchange.store.check_token(token)
+    if exchange.over_rate(token, WORDING):
+        return
     body = json_body(exchange.raw)
     if not isinstance(body, dict):
         raise Refusal(400, "bad_request", "the body must be a JSON object")

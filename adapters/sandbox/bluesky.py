@@ -262,6 +262,9 @@ def _write_record(exchange: Exchange, *, put: bool) -> None:
     if exchange.refused_before_accept(fault, config, WORDING):
         return
     session = _session(exchange, _ACCESS)
+    # The account's own limit: its app password stands for it (a session's tokens change).
+    if exchange.over_rate(session.password, WORDING):
+        return
     body = _input(exchange, "repo", "collection", "record", *(("rkey",) if put else ()))
     write = prepared_write(body, session.did, session.handle)
     answer: dict[str, Any] = {"uri": write.uri, "cid": write.cid}

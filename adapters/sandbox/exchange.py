@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import socket
 import time
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from adapters.sandbox.faults import Fault, FaultConfig, FaultPlan
+from adapters.sandbox.limiter import RateLimiter
 from adapters.sandbox.store import PlatformStore
 
 if TYPE_CHECKING:
@@ -92,6 +94,10 @@ class Exchange:
     def faults(self) -> FaultPlan:
         return self._handler.server.faults
 
+    @property
+    def rate(self) -> RateLimiter:
+        return self._handler.server.rate
+
     def bearer(self) -> str:
         """The token of ``Authorization: Bearer <token>``; empty when there is none."""
         authorization = self.headers.get("Authorization", "")
@@ -138,6 +144,15 @@ class Exchange:
             self.send_answer(wording.unavailable())
             return True
         return False
+
+    def over_rate(self, account: str, wording: FaultAnswers) -> bool:
+        """Answer 429 when a new post of ``account`` goes past the platform's rate limit
+        (``limiter.py``), with the whole seconds until it has room; True when answered."""
+        wait = self.rate.admit(account)
+        if wait is None:
+            return False
+        self.send_answer(wording.rate_limited(max(1, math.ceil(wait))))
+        return True
 
     def answer_accepted(
         self, fault: Fault | None, config: FaultConfig, stored_id: str, answer: Answer, wording: FaultAnswers

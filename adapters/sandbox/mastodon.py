@@ -251,6 +251,8 @@ def _create_status(exchange: Exchange) -> None:
     if exchange.refused_before_accept(fault, config, WORDING):
         return
     token = _authorized(exchange)
+    if exchange.over_rate(token, WORDING):
+        return
     params = _status_params(exchange)
     store = exchange.store
     if params.in_reply_to_id is not None:

@@ -6,10 +6,11 @@ platforms' as their official docs describe them, so the real adapters run end to
 against it – Mastodon's REST API under ``/mastodon`` (``mastodon.py``; also at the root,
 ``/api/v1`` and ``/api/v2``, where an instance has it) and Bluesky's XRPC under
 ``/bluesky`` (``bluesky.py``). All of them keep their posts and uploads in one
-store (``store.py``, ``media.py``) and suffer the same faults (``faults.py``), answered
-the same way (``exchange.py``). People see every post in an HTML feed at ``/``, with its
-images and videos (served at ``/media/{id}``: ``feed.py``); tests use the admin API under
-``/sandbox`` as the oracle and to inject faults (``admin.py``).
+store (``store.py``, ``media.py``), suffer the same faults (``faults.py``) and keep the
+same rate limit (``limiter.py``), answered the same way (``exchange.py``). People see
+every post in an HTML feed at ``/``, with its images and videos (served at
+``/media/{id}``: ``feed.py``); tests use the admin API under ``/sandbox`` as the oracle
+and to inject faults (``admin.py``).
 
 It is built on the stdlib ``http.server`` rather than a framework because fault injection
 needs the raw socket: "accept the post, then close the connection without answering" is
@@ -43,6 +44,7 @@ from adapters.sandbox.bluesky import answer_bluesky
 from adapters.sandbox.exchange import Exchange, HeldAnswer
 from adapters.sandbox.faults import FaultPlan
 from adapters.sandbox.feed import render_feed, render_post
+from adapters.sandbox.limiter import RateLimiter
 from adapters.sandbox.mastodon import answer_mastodon
 from adapters.sandbox.store import PlatformStore, Refusal
 from core.domain.errors import UserError
@@ -58,6 +60,8 @@ class PlatformHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], state: Path | None = None) -> None:
         self.faults = FaultPlan()
+        #: The platform's rate limit (``PUT /sandbox/rate``), off until set.
+        self.rate = RateLimiter()
         #: Every held-back answer, in order; ``DELETE /sandbox/posts`` forgets them.
         self.held: list[HeldAnswer] = []
         self.held_lock = threading.Lock()

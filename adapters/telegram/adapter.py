@@ -31,6 +31,8 @@ from core.plugins import (
     MediaFile,
     PublishContext,
     Published,
+    Rate,
+    RateScope,
     Reason,
     Rejected,
     Setting,
@@ -78,6 +80,12 @@ class TelegramBot(Adapter):
     version: ClassVar[str] = "1"
     strategy: ClassVar[Strategy] = Strategy.NONE
     uploads_first: ClassVar[bool] = False
+    # core.telegram.org/bots/faq, "My bot is hitting limits, how do I avoid this?": "your
+    # bot will not be able to send more than 20 messages per minute to the same group",
+    # "avoid sending more than one message per second" to one chat (short bursts allowed,
+    # so the minute's 20 is what a backlog meets), and "not more than about 30 messages
+    # per second" from one bot. herald counts parts; an album may count as several messages.
+    rates: ClassVar[tuple[Rate, ...]] = (Rate(20, 60), Rate(30, 1, RateScope.PLATFORM))
     limits: ClassVar[Limits] = Limits(
         # sendMessage text: "1-4096 characters after entities parsing"; captions of sendPhoto,
         # sendVideo and InputMediaPhoto/Video: "0-1024 characters after entities parsing".

@@ -136,8 +136,8 @@ REASONS: dict[Reason, ReasonInfo] = {
         "Replace the attachment, then retry.",
     ),
     Reason.RATE_LIMITED: ReasonInfo(
-        "The platform asked herald to slow down.",
-        "Nothing: herald retries after the time the platform gave.",
+        "The platform asked herald to slow down, or herald waits for room under the platform's rate.",
+        "Nothing: herald sends it at the time the platform gave, or when its rate has room.",
         transient=True,
     ),
     Reason.PLATFORM_UNAVAILABLE: ReasonInfo(

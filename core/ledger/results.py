@@ -201,6 +201,37 @@ def delivery_parked(
 
 
 @db.once_more_if_disconnected
+def delivery_paced(
+    claim: Claim,
+    delivery_id: int,
+    part_idx: int,
+    *,
+    in_doubt: bool,
+    until: datetime,
+    detail: str,
+    now: datetime,
+    lease: float,
+) -> None:
+    """Park a delivery whose part waits for its turn under the channel's rate
+    (``core.runtime.pacing``) until ``until``: ``retry_wait``, ``rate_limited``.
+
+    No call was made, so nothing of the attempt stays: its attempt row is taken back, the
+    claim's count of it too (when the part is the claim's first: a thread's later part was
+    not counted), and the part is as before the claim (``unsent``, or still ``sending``
+    when an earlier attempt is in doubt). The backoff therefore does not grow.
+    """
+    plan = claim.plan(delivery_id)
+    values: dict[str, Any] = {"next_attempt_at": until, "detail": detail}
+    if part_idx == plan.parts[plan.start].idx:
+        values["attempts"] = plan.attempts - 1
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        part_state(conn, delivery_id, part_idx, in_doubt=in_doubt)
+        conn.execute(sql.DROP_ATTEMPT, {"b_delivery": delivery_id, "b_fence": claim.fence})
+        set_status(conn, delivery_id, DeliveryStatus.SENDING, DeliveryStatus.RETRY_WAIT, Reason.RATE_LIMITED, **values)
+        finish(conn, claim.post_id, now)
+
+
+@db.once_more_if_disconnected
 def delivery_stopped(
     claim: Claim,
     delivery_id: int,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from sqlalchemy import Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, or_, select, update
 
 from core.domain.states import DeliveryStatus, PartState, PostStatus
 from core.store.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
@@ -222,6 +222,14 @@ END_ATTEMPT = (
         attempts.c.ended_at.is_(None),
     )
     .values(ended_at=bindparam("b_now"), outcome=bindparam("b_outcome"), error=bindparam("b_error"))
+)
+
+#: The claim's open attempt of a delivery taken back, as no call was made (a part that
+#: waits for its turn under the channel's rate): b_delivery, b_fence.
+DROP_ATTEMPT = delete(attempts).where(
+    attempts.c.delivery_id == bindparam("b_delivery"),
+    attempts.c.fence == bindparam("b_fence"),
+    attempts.c.ended_at.is_(None),
 )
 
 #: A sending delivery confirmed: b_delivery, b_now, b_seen (the read-back sighting, or None).

@@ -4,7 +4,7 @@ What an adapter author imports lives here, in one stable place::
 
     from core.plugins import Adapter, Limits, PublishContext, Published, Setting, hookimpl
     from core.plugins import Attachment, MediaFile, UploadContext, Uploaded, IMAGE_TYPES
-    from core.plugins import boolean, http_url
+    from core.plugins import boolean, http_url, Rate, RateScope
     from core.plugins import AuthExpired, Ambiguous, MediaNotReady, NotSent, RateLimited, Rejected, Reason
 """
 
@@ -35,6 +35,7 @@ from core.plugins.adapter import (
 )
 from core.plugins.channel_settings import Setting, boolean, http_url
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
+from core.plugins.rates import Rate, RateScope
 
 __all__ = [
     "IMAGE_TYPES",
@@ -51,7 +52,9 @@ __all__ = [
     "PublishContext",
     "PublishError",
     "Published",
+    "Rate",
     "RateLimited",
+    "RateScope",
     "Reason",
     "RegisterAdapter",
     "Rejected",

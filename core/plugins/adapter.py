@@ -17,6 +17,7 @@ import regex  # type: ignore[import-untyped]
 
 from core.domain.states import Strategy
 from core.plugins.channel_settings import Setting
+from core.plugins.rates import Rate
 
 MB = 1024 * 1024
 
@@ -224,6 +225,8 @@ class Adapter:
         uploads_first: whether attachments are uploaded before the part (:meth:`upload`,
             :meth:`media_ready`); False: the platform takes the files with the post itself,
             and :meth:`publish` finds each one in ``ctx.media[i].file``.
+        rates: every sustained rate the platform enforces on posting (:class:`Rate`), each
+            one a budget herald keeps to; empty (the default): herald never paces its sends.
     """
 
     name: ClassVar[str]
@@ -234,6 +237,7 @@ class Adapter:
     limits: ClassVar[Limits] = Limits()
     settings: ClassVar[tuple[Setting, ...] | None] = None
     uploads_first: ClassVar[bool] = True
+    rates: ClassVar[tuple[Rate, ...]] = ()
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.
@@ -246,6 +250,16 @@ class Adapter:
         It must be the same for the same key on every attempt, or the platform cannot
         deduplicate a resend."""
         return key
+
+    def channel_rates(self, settings: Mapping[str, str]) -> tuple[Rate, ...]:
+        """The rates one channel keeps to: :attr:`rates`, and the channel's own ``rate``
+        setting, if it has one (``herald channel add --set rate=10/3``), on top.
+
+        Raises:
+            ConfigError: the channel's ``rate`` is not ``COUNT/SECONDS``.
+        """
+        own = (settings.get("rate") or "").strip()
+        return (*self.rates, Rate.parse(own)) if own else self.rates
 
     def publish(self, ctx: PublishContext) -> Published:
         """Send one part; return what the platform confirmed or raise a PublishError."""

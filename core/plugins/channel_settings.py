@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from core.domain.errors import ConfigError
+from core.plugins.rates import rate_text
 
 if TYPE_CHECKING:
     from core.plugins.adapter import Adapter
@@ -91,6 +92,13 @@ HERALD_SETTINGS: tuple[Setting, ...] = (
         "accepting that a second copy may appear",
         check=boolean,
         example="true",
+    ),
+    Setting(
+        "rate",
+        "the most posts herald sends to this channel in a window, COUNT/SECONDS, on top of "
+        "the rates its platform declares (a stricter instance, or a test)",
+        check=rate_text,
+        example="10/3",
     ),
 )
 

@@ -191,7 +191,9 @@ def arm_entering(post_ids: Collection[int], clock: Clock | None = None) -> int:
             armed += arm(post_id, clock) is not None
             continue
         try:
-            queue.schedule_job(queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id)), when, unique=True)
+            job = queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id))
+            job.enqueue_at_front = True  # as :func:`_schedule` makes every timer
+            queue.schedule_job(job, when, unique=True)
         except DuplicateJobError:
             armed += arm(post_id, clock) is not None
         except RedisError as exc:
@@ -272,7 +274,7 @@ def _arm_timer(
                 queue.scheduled_job_registry.remove(job)
                 queue.enqueue_job(job)
             else:
-                queue.schedule_job(job, when)  # ZADD: the same member at its new time
+                _schedule(queue, job, when)  # ZADD: the same member at its new time
             return when
         # rq moves a job out of its queue before it marks it started: a worker that died
         # in between leaves it 'queued' in no queue at all.
@@ -288,8 +290,17 @@ def _arm_timer(
         if when <= now:
             queue.enqueue_job(job)
         else:
-            queue.schedule_job(job, when)
+            _schedule(queue, job, when)
         return when
+
+
+def _schedule(queue: Queue, job: Job, when: datetime) -> None:
+    """Schedule ``job`` for ``when``; when its time comes, rq's scheduler puts it at the
+    front of the queue. A job armed for an instant is due then, while jobs already queued
+    are late – a backlog after an outage – so a post on time, a retry or a paced turn
+    (``core.runtime.pacing``) is not held up behind them."""
+    job.enqueue_at_front = True
+    queue.schedule_job(job, when)
 
 
 def _out_of_queue(queue: Queue, job: Job) -> bool:

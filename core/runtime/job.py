@@ -7,7 +7,9 @@ records each outcome under the claim's fence. A heartbeat renews the lease meanw
 
 A part with attachments uploads them first (§16), each platform id recorded under the
 fence as soon as it is known, and waits for the platform to finish processing them: it is
-never sent without them (``media_not_ready`` when processing outlasts the wait).
+never sent without them (``media_not_ready`` when processing outlasts the wait). A part on
+a channel that keeps to a rate first takes its turn from the shared pacer; when it is not
+its turn the delivery waits for it, unsent and uncounted (``core.runtime.pacing``).
 
 Every way a delivery can end is an outcome with a reason (§6 step 8): the adapter's
 classified errors, a channel it cannot work with (``channel_misconfigured``), a broken
@@ -50,6 +52,7 @@ from core.ledger import (
     Early,
     PartPlan,
     claim_due_post,
+    delivery_paced,
     delivery_parked,
     delivery_stopped,
     part_published,
@@ -64,6 +67,7 @@ from core.runtime.attaching import Attaching, uploads_done
 from core.runtime.calls import call_adapter
 from core.runtime.clock import Clock, DatabaseClock
 from core.runtime.lease import Heartbeat, claim_token
+from core.runtime.pacing import Turn, turn
 from core.store import db
 from threads.chain import ChainBroken, reply_targets
 
@@ -233,6 +237,13 @@ class _DeliveryRun:
                 # A part is posted only once its uploads are: this one never was.
                 never_posted(self.claim, plan.delivery_id, part.idx, clock().now(), self.cfg.lease_seconds)
                 in_doubt = False
+            try:
+                paced = turn(adapter, plan, part.idx, self.claim.fence, clock())
+            except ConfigError as exc:  # the channel's own rate setting is no rate
+                return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), in_doubt)
+            if paced is not None:
+                return self._paced(idx, in_doubt, paced)
+            # After any wait for the turn: a call in doubt is never raced before its deadline.
             started = clock().now()
             try:
                 if part.media:
@@ -262,6 +273,20 @@ class _DeliveryRun:
             if status is not None:
                 return DeliveryOutcome(plan.delivery_id, DeliveryStatus.PUBLISHED), status
             idx, in_doubt = idx + 1, False
+
+    def _paced(self, idx: int, in_doubt: bool, paced: Turn) -> _Ended:
+        """Not the part's turn under its channel's rate: the delivery waits for it, unsent."""
+        delivery_paced(
+            self.claim,
+            self.plan.delivery_id,
+            idx,
+            in_doubt=in_doubt,
+            until=paced.at,
+            detail=paced.detail,
+            now=clock().now(),
+            lease=self.cfg.lease_seconds,
+        )
+        return DeliveryOutcome(self.plan.delivery_id, DeliveryStatus.RETRY_WAIT, Reason.RATE_LIMITED, idx), None
 
     def _context(self, part: PartPlan, idx: int) -> PublishContext:
         reply_to, root = reply_targets({i: p.platform_id for i, p in self.landed.items()}, idx)

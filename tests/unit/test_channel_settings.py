@@ -11,6 +11,7 @@ from core.domain.errors import ConfigError
 from core.domain.states import Strategy
 from core.plugins import Adapter, PublishContext, Published, Setting, boolean, http_url
 from core.plugins.channel_settings import check_complete, check_settings, check_values, declared, is_secret
+from core.plugins.rates import rate_text
 from tests.unit import test_sandbox_conformance as sandbox_kit
 
 URL = "http://127.0.0.1:8025"
@@ -34,11 +35,12 @@ def test_http_url_and_boolean_checks() -> None:
 @pytest.mark.parametrize("adapter", [SandboxNative, SandboxReadback, SandboxNone])
 def test_the_sandbox_adapters_declare_base_url_required_and_token_secret(adapter: type[Adapter]) -> None:
     settings = {s.name: s for s in declared(adapter) or ()}
-    assert set(settings) == {"base_url", "token", "resend_in_doubt"}
+    assert set(settings) == {"base_url", "token", "resend_in_doubt", "rate"}
     assert settings["base_url"].required and settings["base_url"].check is http_url
     assert settings["token"].secret and not settings["token"].required
     assert settings["resend_in_doubt"].check is boolean and not settings["resend_in_doubt"].required
-    check_settings(adapter, {"base_url": URL, "token": "t", "resend_in_doubt": "true"})
+    assert settings["rate"].check is rate_text and not settings["rate"].required
+    check_settings(adapter, {"base_url": URL, "token": "t", "resend_in_doubt": "true", "rate": "10/3"})
 
 
 def test_a_missing_required_setting_is_refused_with_the_option_that_gives_it() -> None:
@@ -52,7 +54,7 @@ def test_a_missing_required_setting_is_refused_with_the_option_that_gives_it() -
 def test_a_typo_in_a_setting_name_is_refused_with_the_closest_known_name() -> None:
     assert refusal(SandboxNative, {"base_ur": URL}) == (
         "sandbox-native has no channel setting 'base_ur'; did you mean base_url? "
-        "its settings are base_url, token, resend_in_doubt"
+        "its settings are base_url, token, resend_in_doubt, rate"
     )
     assert "did you mean" not in refusal(SandboxNative, {"base_url": URL, "colour": "red"})
 
