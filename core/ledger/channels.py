@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from core.domain.states import DeliveryStatus, summarize
 from core.ledger.moves import delivery_states, move
-from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, Publication
+from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, PostingSlot, Publication
 
 channels = cast(Table, Channel.__table__)
 
@@ -85,9 +85,12 @@ def remove_channel(s: Session, channel: Channel, now: datetime) -> str | None:
     disconnected so nothing is ever sent to it again, and renamed ``NAME (removed #ID)``
     so its name is free for a new channel while the history still reads which one it was.
 
+    Either way its posting slots go: nothing is queued to it again.
+
     Returns:
         The name the history now shows, or None when the channel was deleted.
     """
+    s.execute(delete(PostingSlot).where(PostingSlot.channel_id == channel.id))
     referred = s.execute(
         select(
             exists().where(Delivery.channel_id == channel.id)
