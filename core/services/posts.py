@@ -18,12 +18,14 @@ from core import ledger
 from core.domain.errors import NotFound, UserError
 from core.domain.media import MediaRef, media_ids, refs_of
 from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason, UploadState
+from core.domain.timing import zone as named_zone
 from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
 from core.services.content import Content, checked_texts, place
 from core.services.media import AttachmentSpec, MediaView, attachments, get_media
+from core.services.queue import next_free_slot
 from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
@@ -170,7 +172,7 @@ def create_post(
     channels: list[str],
     parts: list[str],
     at: datetime | None = None,
-    zone: str = "UTC",
+    zone: str | None = None,
     not_before: datetime | None = None,
     needs_approval: bool = False,
     channel_texts: Mapping[str, Sequence[str]] | None = None,
@@ -178,6 +180,7 @@ def create_post(
     idempotency_key: str | None = None,
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
+    queue: bool = False,
 ) -> int:
     """Create a post on ``channels`` and arm it. Returns its id (see :func:`submit_post`)."""
     return submit_post(
@@ -192,6 +195,7 @@ def create_post(
         idempotency_key=idempotency_key,
         media=media,
         clock=clock,
+        queue=queue,
     ).post_id
 
 
@@ -200,7 +204,7 @@ def submit_post(
     channels: list[str],
     parts: list[str],
     at: datetime | None = None,
-    zone: str = "UTC",
+    zone: str | None = None,
     not_before: datetime | None = None,
     needs_approval: bool = False,
     channel_texts: Mapping[str, Sequence[str]] | None = None,
@@ -208,6 +212,7 @@ def submit_post(
     idempotency_key: str | None = None,
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
+    queue: bool = False,
     asked: Mapping[str, Any] | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
@@ -217,7 +222,8 @@ def submit_post(
         parts: the text of each part; more than one makes a thread.
         at: the slot; None publishes now. One further in the past than
             ``HERALD_PAST_SLOT_TOLERANCE`` is refused.
-        zone: the IANA zone to show the slot in.
+        zone: the IANA zone to show the slot in: UTC when None, or with ``queue`` the
+            zone of the first channel's posting slots.
         not_before: an embargo the platform must not see the post before.
         needs_approval: hold the post until someone approves it.
         channel_texts: channel name → the text of each of its own parts, for a channel that
@@ -231,16 +237,25 @@ def submit_post(
         asked: what a repeat with ``idempotency_key`` is compared by, instead of the
             content resolved from it: the API's request body, so a repeated "in an hour"
             is the same request, not a slot a moment later.
+        queue: take the next posting slot that is free on every channel
+            (``core.services.queue``); not with ``at`` or ``draft``.
 
     Raises:
         UserError: no channels or parts, an empty part, per-channel text for a channel not
             named, content a channel's platform refuses, an attachment that is not an image
-            or a video (or damaged, or missing), or a slot in the past.
+            or a video (or damaged, or missing), or a slot in the past; ``queue`` with ``at``
+            or ``draft``, or no free posting slot common to the channels.
         NotFound: an unknown channel.
         IdempotencyMismatch: the idempotency key was used for other content.
     """
     if not channels:
         raise UserError("give at least one channel (--channel NAME); `herald channel list` shows them")
+    if queue and (at is not None or draft):
+        raise UserError(
+            "--queue gives the post its channels' next free posting slot: give it without --at, --in and --draft"
+        )
+    if zone is not None:
+        named_zone(zone)
     texts = checked_texts(parts)
     content = Content(
         channels=tuple(dict.fromkeys(channels)),
@@ -258,22 +273,31 @@ def submit_post(
                 dict(asked)
                 if asked is not None
                 else idempotency.request_of(
-                    content, at=at, zone=zone, not_before=not_before, needs_approval=needs_approval, draft=draft
+                    content,
+                    at=at,
+                    zone=zone if queue else zone or "UTC",
+                    not_before=not_before,
+                    needs_approval=needs_approval,
+                    draft=draft,
+                    queue=queue,
                 )
             )
             first = take_idempotency_key(s, placed.account_id, key, request, now)
             if first is not None:
                 # A repeat answers with the first post even once its slot has passed.
                 return Created(idempotency.replayed(first, request), existed=True)
-        if at is not None:
-            refuse_past(at, now, zone)
+        if queue:
+            picked = next_free_slot(s, placed.channel_ids, now)
+            at, zone = picked.at, zone or picked.zone
+        elif at is not None:
+            refuse_past(at, now, zone or "UTC")
         post = ledger.insert_post(
             s,
             account_id=placed.account_id,
             channel_ids=placed.channel_ids,
             parts=placed.parts,
             scheduled_at=at or now,
-            zone=zone,
+            zone=zone or "UTC",
             not_before=not_before,
             approval=Approval.PENDING if needs_approval else Approval.NOT_REQUIRED,
             now=now,
