@@ -1,6 +1,6 @@
 """``/api/v1/channels``: list, add (with its platform's declared settings), show, test,
-edit, reconnect, remove – each the call `herald channel ...` makes. Secrets are masked
-in every answer, as `herald channel list` masks them."""
+edit, reconnect, remove, posting slots – each the call `herald channel ...` makes.
+Secrets are masked in every answer, as `herald channel list` masks them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from core.api.auth import ChannelAdmin, Reader, Supporter
-from core.api.models import ChannelChange, ChannelCreate, Reconnect
+from core.api.auth import ChannelAdmin, Reader, Scheduler, Supporter
+from core.api.models import ChannelChange, ChannelCreate, PostingSlotsChange, Reconnect
 from core.domain.errors import NotFound
+from core.domain.posting_slots import slots_of
 from core.services import scope
 from core.services.channels import (
     ChannelView,
@@ -25,6 +26,7 @@ from core.services.channels import (
     remove_channel,
     show_channels,
 )
+from core.services.posting_slots import PostingSlotsView, change_posting_slots, show_posting_slots
 from core.services.views import Json, jsonable
 
 router = APIRouter(prefix="/channels", tags=["channels"])
@@ -86,3 +88,18 @@ def remove(
     """Remove the channel; refused while it has unfinished deliveries, unless cancel_pending."""
     scope.own_channel(who.account_id, name)
     return jsonable(remove_channel(name, cancel_pending=cancel_pending))
+
+
+@router.get("/{name}/slots", response_model=PostingSlotsView)
+def slots(name: str, who: Reader) -> Json:
+    """The channel's posting slots, and the next free ones (`"queue": true` takes the first)."""
+    scope.own_channel(who.account_id, name)
+    return jsonable(show_posting_slots(name))
+
+
+@router.put("/{name}/slots", response_model=PostingSlotsView)
+def set_slots(name: str, body: PostingSlotsChange, who: Scheduler) -> Json:
+    """Replace the channel's posting slots: days × local times in one IANA zone."""
+    scope.own_channel(who.account_id, name)
+    wanted = [slot for rule in body.slots for slot in slots_of(rule.days, rule.times)]
+    return jsonable(change_posting_slots(name, add=wanted, clear=True, zone=body.zone))

@@ -104,6 +104,19 @@ class PostCreate(Slot):
     not_before: str | None = Field(None, description="Embargo: never before this instant.")
     needs_approval: bool = Field(False, description="Hold until `POST /api/v1/posts/{id}/approve`.")
     draft: bool = Field(False, description="Save a draft, never sent until `POST /api/v1/posts/{id}/schedule`.")
+    queue: bool = Field(
+        False,
+        description="Add to queue: the first instant that is a free posting slot on every channel "
+        "(`PUT /api/v1/channels/{name}/slots`); not with `at`, `delay`, `now` or `draft`. "
+        "Shown in `zone`, else in the first channel's slots' zone.",
+    )
+
+    @model_validator(mode="after")
+    def _queue_alone(self) -> PostCreate:
+        given = [name for name in ("at", "delay", "now", "draft") if getattr(self, name)]
+        if self.queue and given:
+            raise ValueError(f"queue takes the channels' next free posting slot: send it without {', '.join(given)}")
+        return self
 
 
 class PostChange(Slot):
@@ -169,3 +182,17 @@ class KeyCreate(Body):
     role: Role = Field(description="admin, manager (schedule, edit), support (retry, resolve), viewer (read).")
     name: str = Field("", max_length=NAME_LENGTH, description="What the key is for.")
     expires: str | None = Field(None, description="Expire after this long (30d, 12h); left out: never.")
+
+
+class SlotRule(Body):
+    """Days × local times: every one of ``times`` on every one of ``days``."""
+
+    days: str = Field(description="mon … sun, a range (mon-fri), a list (mon,wed), daily, weekdays or weekends.")
+    times: list[str] = Field(min_length=1, description="Local times of day, HH:MM (24-hour).")
+
+
+class PostingSlotsChange(Body):
+    """A channel's posting slots, all of them: what the channel had is replaced."""
+
+    zone: str | None = Field(None, description="The IANA zone of the times; left out, the channel's current one (UTC).")
+    slots: list[SlotRule] = Field(description="Every slot the channel has after this; [] takes them all away.")

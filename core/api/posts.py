@@ -58,19 +58,24 @@ def create(body: PostCreate, who: Scheduler, idempotency_key: IdempotencyKey = N
     slot = parse_slot(
         at=body.at, delay=body.delay, now=body.now, zone=body.zone, fold=body.fold, not_before=body.not_before
     )
+    asked = {**body.model_dump(mode="json"), "channels": sorted(set(body.channels))}
+    if not body.queue:  # as a body was kept before add-to-queue: its repeat still matches
+        del asked["queue"]
     created = submit_post(
         channels=body.channels,
         parts=body.parts,
         at=slot.at,
-        zone=slot.zone,
+        # Queued: shown in the zone given, else in the channel's slots' own.
+        zone=body.zone if body.queue else slot.zone,
         not_before=slot.not_before,
         needs_approval=body.needs_approval,
         channel_texts=body.channel_texts,
         draft=body.draft,
         idempotency_key=idempotency_key,
         media=[a.spec() for a in body.media],
+        queue=body.queue,
         # A repeat is the same request when its body is: channel order aside.
-        asked={**body.model_dump(mode="json"), "channels": sorted(set(body.channels))},
+        asked=asked,
     )
     return jsonable(created)
 

@@ -22,6 +22,7 @@ from core.cli import media as cli_media
 from core.cli import plugins as cli_plugins
 from core.cli import sandbox as cli_sandbox
 from core.cli import schedules as cli_schedules
+from core.cli import slots as cli_slots
 from core.cli import support as cli_support
 from core.cli import watch as cli_watch
 from core.cli.output import JsonOpt, out, print_json, shown
@@ -158,8 +159,12 @@ def post_create(
     alt: Annotated[
         list[str] | None, typer.Option(help="Alt text of the --media before it, in order ('' for none).")
     ] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Add to queue: the channels' next free slot (`herald channel slots`).")
+    ] = False,
 ) -> None:
-    """Schedule a post (--now, --at an instant, or --in a delay) and print its id."""
+    """Schedule a post (--now, --at an instant, --in a delay, or --queue: the next free posting
+    slot) and print its id."""
     from core.services.content import parse_channel_texts
     from core.services.media import parse_attachments
     from core.services.parts import gather_parts
@@ -167,19 +172,28 @@ def post_create(
     from core.services.slots import parse_slot
 
     texts = gather_parts(text, part or [], parts_file.read_text() if parts_file is not None else None)
-    slot = parse_slot(at=at, delay=in_, now=now, zone=zone, fold=fold, not_before=not_before)
+    slot = parse_slot(at=at, delay=in_, now=now, zone=zone, fold=fold, not_before=not_before, queue=queue)
     created = submit_post(
         channels=channel,
         parts=texts,
         at=slot.at,
-        zone=slot.zone,
+        # Queued: shown in the zone given, else in the channel's slots' own.
+        zone=zone if queue else slot.zone,
         not_before=slot.not_before,
         needs_approval=needs_approval,
         channel_texts=parse_channel_texts(channel_text or []),
         draft=draft,
         idempotency_key=idempotency_key,
         media=parse_attachments(media or [], alt or []),
+        queue=queue,
     )
+    if queue and not created.existed:
+        from core.services.posts import show_post
+
+        queued = show_post(created.post_id)
+        Console(stderr=True).print(
+            f"post {created.post_id} queued for {shown(queued.scheduled_at)} ({queued.zone})", highlight=False
+        )
     if created.existed:
         Console(stderr=True).print(
             f"post {created.post_id} already existed (idempotency key {idempotency_key!r}); nothing new was made",
@@ -391,6 +405,7 @@ cli_find.register(post_app)
 cli_support.register(post_app)
 cli_sandbox.register(sandbox_app)
 cli_channels.register(channel_app)
+cli_slots.register(channel_app)
 cli_media.register(media_app)
 cli_keys.register(keys_app)
 cli_imports.register(app)

@@ -15,7 +15,8 @@ from core.domain.errors import Forbidden
 class Role(enum.StrEnum):
     #: Everything, keys and the account's emergency stop included.
     ADMIN = "admin"
-    #: Schedules, edits, reschedules, cancels and approves posts; adds media.
+    #: Schedules, edits, reschedules, cancels and approves posts; adds media; sets channels'
+    #: posting slots.
     MANAGER = "manager"
     #: Fixes what is held or failed: retry, resolve, reconnect, lift holds, alarms.
     SUPPORT = "support"
@@ -26,7 +27,8 @@ class Role(enum.StrEnum):
 class Action(enum.StrEnum):
     #: See posts, channels (secrets masked), media, the timeline, health and alarms.
     READ = "read"
-    #: Create, edit, reschedule, cancel, approve and schedule drafts; add media.
+    #: Create, edit, reschedule, cancel, approve and schedule drafts; add media; set a
+    #: channel's posting slots (what add-to-queue fills).
     SCHEDULE = "schedule"
     #: Retry failed channels, resolve an attempt in doubt, reconnect a channel, lift holds,
     #: resolve alarms, test a channel's credentials.

@@ -34,7 +34,7 @@ def zone(name: str) -> ZoneInfo:
     """
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder ("Europe"), a name too long
         raise UserError(f"unknown time zone {name!r}: use an IANA name such as Europe/Paris or UTC") from None
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, selectinload
 from core.domain.states import DeliveryStatus, summarize
 from core.ledger.moves import delivery_states, move
 from core.ledger.schedules import end_channel_schedules
-from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, Publication, ReleaseSchedule
+from core.store.models import NAME_LENGTH, Alarm, Channel, Delivery, Post, PostingSlot, Publication, ReleaseSchedule
 
 channels = cast(Table, Channel.__table__)
 
@@ -87,10 +87,13 @@ def remove_channel(s: Session, channel: Channel, now: datetime) -> str | None:
     so its name is free for a new channel while the history still reads which one it was.
     Its recurring schedules are removed with it (their history kept).
 
+    Either way its posting slots go: nothing is queued to it again.
+
     Returns:
         The name the history now shows, or None when the channel was deleted.
     """
     end_channel_schedules(s, channel.id, now)
+    s.execute(delete(PostingSlot).where(PostingSlot.channel_id == channel.id))
     referred = s.execute(
         select(
             exists().where(Delivery.channel_id == channel.id)

@@ -37,15 +37,17 @@ def request_of(
     content: Content,
     *,
     at: datetime | None,
-    zone: str,
+    zone: str | None,
     not_before: datetime | None,
     needs_approval: bool,
     draft: bool,
+    queue: bool = False,
 ) -> dict[str, Any]:
     """What a create asked for, in the canonical form a repeat is compared by.
 
     The order channels are named in does not matter; the parts' order does. A slot left
-    out ("now") is kept as such, so a retried "publish now" matches its first try.
+    out ("now") is kept as such, so a retried "publish now" matches its first try; so is
+    "add to queue", so a retry answers the first post, not the next free slot.
     """
     request: dict[str, Any] = {
         "channels": sorted(content.channels),
@@ -57,6 +59,8 @@ def request_of(
         "needs_approval": needs_approval,
         "draft": draft,
     }
+    if queue:  # only then: a request kept before add-to-queue existed still matches its repeat
+        request["queue"] = True
     if content.media is not None and any(content.media):
         # The same files (by their kept id: the same bytes) with the same alt text.
         request["media"] = [rows_of(refs) for refs in content.media]
@@ -74,7 +78,8 @@ def replayed(first: IdempotencyKey, request: dict[str, Any]) -> int:
         raise IdempotencyInProgress(
             f"a create with idempotency key {first.key!r} is still running; try again in a moment"
         )
-    differs = [name for name in request if first.request.get(name) != request[name]]
+    # Either side's fields: one kept only when set ("queue") differs where the other lacks it.
+    differs = [name for name in {**first.request, **request} if first.request.get(name) != request.get(name)]
     if differs:
         raise IdempotencyMismatch(
             f"idempotency key {first.key!r} was used for post {first.post_id} with other content "

@@ -18,6 +18,7 @@ from core import ledger
 from core.domain.errors import NotFound, UserError
 from core.domain.media import MediaRef, media_ids, refs_of
 from core.domain.states import ADMISSION_HOLDS, DeliveryStatus, PartState, PostStatus, Reason, UploadState
+from core.domain.timing import zone as named_zone
 from core.ledger import schedules
 from core.ledger.authoring import bind_idempotency_key, take_idempotency_key
 from core.runtime.arming import arm
@@ -25,6 +26,7 @@ from core.runtime.clock import Clock, DatabaseClock
 from core.services import idempotency
 from core.services.content import Content, channels_account, checked_texts, place
 from core.services.media import AttachmentSpec, MediaView, attachments, get_media
+from core.services.queue import next_free_slot
 from core.services.slots import refuse_past
 from core.services.views import maybe_shown_in, shown_in
 from core.store import db
@@ -177,7 +179,7 @@ def create_post(
     channels: list[str],
     parts: list[str],
     at: datetime | None = None,
-    zone: str = "UTC",
+    zone: str | None = None,
     not_before: datetime | None = None,
     needs_approval: bool = False,
     channel_texts: Mapping[str, Sequence[str]] | None = None,
@@ -185,6 +187,7 @@ def create_post(
     idempotency_key: str | None = None,
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
+    queue: bool = False,
 ) -> int:
     """Create a post on ``channels`` and arm it. Returns its id (see :func:`submit_post`)."""
     return submit_post(
@@ -199,6 +202,7 @@ def create_post(
         idempotency_key=idempotency_key,
         media=media,
         clock=clock,
+        queue=queue,
     ).post_id
 
 
@@ -207,7 +211,7 @@ def submit_post(
     channels: list[str],
     parts: list[str],
     at: datetime | None = None,
-    zone: str = "UTC",
+    zone: str | None = None,
     not_before: datetime | None = None,
     needs_approval: bool = False,
     channel_texts: Mapping[str, Sequence[str]] | None = None,
@@ -215,8 +219,9 @@ def submit_post(
     idempotency_key: str | None = None,
     media: Sequence[AttachmentSpec] = (),
     clock: Clock | None = None,
+    queue: bool = False,
     asked: Mapping[str, Any] | None = None,
-    queue: int | None = None,
+    release_schedule: int | None = None,
 ) -> Created:
     """Create a post on ``channels`` and arm it (a draft is never armed).
 
@@ -225,7 +230,8 @@ def submit_post(
         parts: the text of each part; more than one makes a thread.
         at: the slot; None publishes now. One further in the past than
             ``HERALD_PAST_SLOT_TOLERANCE`` is refused.
-        zone: the IANA zone to show the slot in.
+        zone: the IANA zone to show the slot in: UTC when None, or with ``queue`` the
+            zone of the first channel's posting slots.
         not_before: an embargo the platform must not see the post before.
         needs_approval: hold the post until someone approves it.
         channel_texts: channel name → the text of each of its own parts, for a channel that
@@ -239,21 +245,30 @@ def submit_post(
         asked: what a repeat with ``idempotency_key`` is compared by, instead of the
             content resolved from it: the API's request body, so a repeated "in an hour"
             is the same request, not a slot a moment later.
-        queue: a recurring schedule's id: the post is made a draft at the end of its queue,
-            in the same transaction, and released for one of its slots
+        queue: take the next posting slot that is free on every channel
+            (``core.services.queue``); not with ``at`` or ``draft``.
+        release_schedule: a recurring schedule's id: the post is made a draft at the end of
+            its queue, in the same transaction, and released for one of its slots
             (``reconciler.releases``). It must go to the schedule's channel only.
 
     Raises:
         UserError: no channels or parts, an empty part, per-channel text for a channel not
             named, content a channel's platform refuses, an attachment that is not an image
-            or a video (or damaged, or missing), a slot in the past, or other channels than
-            the ``queue`` schedule's.
-        NotFound: an unknown channel, or no such ``queue`` schedule.
+            or a video (or damaged, or missing), or a slot in the past; ``queue`` with ``at``
+            or ``draft``, or no free posting slot common to the channels; other channels
+            than the ``release_schedule``'s.
+        NotFound: an unknown channel, or no such ``release_schedule``.
         IdempotencyMismatch: the idempotency key was used for other content.
     """
+    if queue and (at is not None or draft or release_schedule is not None):
+        raise UserError(
+            "--queue gives the post its channels' next free posting slot: give it without --at, --in and --draft"
+        )
+    if zone is not None:
+        named_zone(zone)
     content = checked_content(channels=channels, parts=parts, channel_texts=channel_texts, media=media)
     key = idempotency.checked_key(idempotency_key) if idempotency_key is not None else None
-    draft = draft or queue is not None
+    draft = draft or release_schedule is not None
     with db.transaction() as s:
         now = _now(clock)
         placed = place(s, content)
@@ -262,22 +277,31 @@ def submit_post(
                 dict(asked)
                 if asked is not None
                 else idempotency.request_of(
-                    content, at=at, zone=zone, not_before=not_before, needs_approval=needs_approval, draft=draft
+                    content,
+                    at=at,
+                    zone=zone if queue else zone or "UTC",
+                    not_before=not_before,
+                    needs_approval=needs_approval,
+                    draft=draft,
+                    queue=queue,
                 )
             )
             first = take_idempotency_key(s, placed.account_id, key, request, now)
             if first is not None:
                 # A repeat answers with the first post even once its slot has passed.
                 return Created(idempotency.replayed(first, request), existed=True)
-        if at is not None:
-            refuse_past(at, now, zone)
+        if queue:
+            picked = next_free_slot(s, placed.channel_ids, now)
+            at, zone = picked.at, zone or picked.zone
+        elif at is not None:
+            refuse_past(at, now, zone or "UTC")
         post = ledger.insert_post(
             s,
             account_id=placed.account_id,
             channel_ids=placed.channel_ids,
             parts=placed.parts,
             scheduled_at=at or now,
-            zone=zone,
+            zone=zone or "UTC",
             not_before=not_before,
             approval=Approval.PENDING if needs_approval else Approval.NOT_REQUIRED,
             now=now,
@@ -287,8 +311,8 @@ def submit_post(
         )
         if key is not None:
             bind_idempotency_key(s, placed.account_id, key, post.id)
-        if queue is not None:
-            schedules.enqueue(s, queue, post.id, placed.channel_ids, now)
+        if release_schedule is not None:
+            schedules.enqueue(s, release_schedule, post.id, placed.channel_ids, now)
         post_id = post.id
     if not draft:
         arm(post_id)

@@ -229,7 +229,9 @@ def queue_post(
         schedule = ledger.live_schedule(s, schedule_id)
         channel = s.get_one(Channel, schedule.channel_id).name
         zone = schedule.zone
-    return submit_post(channels=[channel], parts=parts, zone=zone, media=media, queue=schedule_id, clock=clock)
+    return submit_post(
+        channels=[channel], parts=parts, zone=zone, media=media, release_schedule=schedule_id, clock=clock
+    )
 
 
 def release_schedule(schedule_id: int, *, clock: Clock | None = None) -> ReleaseView:

@@ -49,6 +49,7 @@ def parse_slot(
     fold: int | None = None,
     not_before: str | None = None,
     required: bool = False,
+    queue: bool = False,
     clock: Clock | None = None,
 ) -> Slot:
     """The slot ``--at``, ``--in`` or ``--now`` names, and the ``--not-before`` embargo.
@@ -63,12 +64,17 @@ def parse_slot(
             is repeated, since it would change nothing.
         not_before: the embargo, read like ``at``.
         required: one of ``at``, ``delay`` and ``now`` must be given (a move).
+        queue: the post is added to its channels' queue (`post create --queue`): none of
+            ``at``, ``delay`` and ``now`` may be given.
         clock: where now comes from; the database's by default.
 
     Raises:
         UserError: more than one of ``at``, ``delay`` and ``now``; none where one is
-            required; unparseable or out of range; ``fold`` that picks nothing.
+            required, one with ``queue``; unparseable or out of range; ``fold`` that picks nothing.
     """
+    if queue and (at is not None or delay is not None or now):
+        given = ", ".join(name for name, value in (("--at", at), ("--in", delay), ("--now", now or None)) if value)
+        raise UserError(f"--queue gives the post its channels' next free posting slot: give it without {given}")
     if now and (at is not None or delay is not None):
         given = " and ".join(name for name, value in (("--at", at), ("--in", delay)) if value is not None)
         raise UserError(f"--now publishes at once: give it without {given}")

@@ -7,10 +7,10 @@ Every write to posts, deliveries, parts, publications and attempts goes through
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import datetime, time
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, Enum, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Enum, Float, ForeignKey, Index, Integer, String, Text, Time, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from core.domain.recurrence import SlotOutcome
@@ -130,6 +130,27 @@ class Channel(Base):
     #: Set by `herald channel remove` on a channel whose posts keep its history; such a
     #: channel is renamed to free its name, and nothing is sent to it again.
     removed_at: Mapped[datetime | None]
+
+
+class PostingSlot(Base):
+    """One of a channel's weekly posting slots (§12, ``core.domain.posting_slots``): a
+    weekday and a local time, with the IANA zone it is in.
+
+    Kept as the local time and the zone's name, never as a UTC instant or a UTC minute of
+    the week: those would move the slot an hour at each change of the clocks. All the slots
+    of a channel are in one zone.
+    """
+
+    __tablename__ = "posting_slots"
+    # Its first column serves the lookups of a channel's slots.
+    __table_args__ = (UniqueConstraint("channel_id", "weekday", "local_time", name="uq_posting_slots_channel_slot"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    #: 0 for Monday … 6 for Sunday.
+    weekday: Mapped[int] = mapped_column(Integer)
+    local_time: Mapped[time] = mapped_column(Time)
+    zone: Mapped[str] = mapped_column(String(64))
 
 
 class Post(Base):

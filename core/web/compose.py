@@ -1,6 +1,7 @@
 """The composer (``/compose``): text or thread parts, channels, per-channel text, a live
-count per channel limit, media with alt text, a slot in a zone, draft, approval. It creates
-through ``core.services.posts.submit_post``, which checks everything again.
+count per channel limit, media with alt text, a slot in a zone or the channels' next free
+posting slot ("add to queue"), draft, approval. It creates through
+``core.services.posts.submit_post``, which checks everything again.
 
 Each part's box has its files beside it (``media.N``, each with its ``alt.N``, N the box's
 number from 1), kept by the media service (``add_media``) and attached to that part; a
@@ -154,6 +155,7 @@ async def create(request: Request, who: Scheduler) -> Response:
             channel_texts=_channel_texts(form, channels),
             draft=when == "draft",
             media=media,
+            queue=when == "queue",
         )
     kind = "draft" if when == "draft" else "post"
     return done(request, f"/posts/{created.post_id}", f"{kind} {created.post_id} created")

@@ -74,6 +74,12 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("DELETE", "/api/v1/channels/{name}"): Case(Action.CHANNELS, True),
     ("POST", "/api/v1/channels/{name}/test"): Case(Action.SUPPORT, True),
     ("POST", "/api/v1/channels/{name}/reconnect"): Case(Action.SUPPORT, True, _json(lambda w, s: {})),
+    ("GET", "/api/v1/channels/{name}/slots"): Case(Action.READ, True),
+    ("PUT", "/api/v1/channels/{name}/slots"): Case(
+        Action.SCHEDULE,
+        True,
+        _json(lambda w, s: {"zone": "Europe/Berlin", "slots": [{"days": "mon-fri", "times": ["09:00"]}]}),
+    ),
     ("POST", "/api/v1/media"): Case(Action.SCHEDULE, False, lambda w, s: {"files": {}}),
     ("GET", "/api/v1/media/{media_id}"): Case(Action.READ, True),
     ("GET", "/api/v1/health"): Case(Action.READ, False),

@@ -18,11 +18,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import httpx
 import pytest
 
+from core.domain.posting_slots import PostingSchedule, parse_slots
 from tests.integration.conftest import ROOT
 
 pytestmark = [
@@ -206,6 +208,13 @@ def test_the_readme_using_it_script_runs_in_order_and_does_what_it_says(herald_r
     launch = herald_run.post(ids["LAUNCH"])
     assert (launch["scheduled_at"], launch["zone"]) == ("2030-12-02T09:30:00+01:00", "Europe/Paris")
     assert herald_run.post(ids["THREAD"])["texts"] == ["A thread, 1/3", "2/3", "3/3"]
+    # Queued: two successive weekday slots, shown in the slots' zone.
+    queued = [herald_run.post(ids[name]) for name in ("QUEUED", "NEXT")]
+    slots = [datetime.fromisoformat(q["scheduled_at"]) for q in queued]
+    assert [q["zone"] for q in queued] == ["Europe/Berlin"] * 2 and slots[0] < slots[1]
+    assert all(slot.weekday() < 5 and slot.strftime("%H:%M") in ("09:00", "13:00") for slot in slots), slots
+    weekdays = PostingSchedule("Europe/Berlin", frozenset(parse_slots("mon-fri 09:00,13:00")))
+    assert next(weekdays.instants(slots[0])) == slots[1]  # the one right after
     assert herald_run.post(ids["SHORT"])["status"] == "cancelled"
     assert herald_run.post(ids["DRAFT"])["status"] == "scheduled"
     assert herald_run.post(ids["REVIEW"])["approval"] == "approved"

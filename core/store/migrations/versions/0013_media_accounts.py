@@ -24,7 +24,7 @@ from alembic import op
 from core.store.db import UTCDateTime
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
