@@ -224,6 +224,11 @@ class Adapter:
         uploads_first: whether attachments are uploaded before the part (:meth:`upload`,
             :meth:`media_ready`); False: the platform takes the files with the post itself,
             and :meth:`publish` finds each one in ``ctx.media[i].file``.
+        cheap_find: whether :meth:`find` costs about one light request (a lookup by key,
+            not a walk through a timeline). A ``read_back`` adapter that says so has herald
+            ask it before every part's first send, to catch a copy something else
+            published (``core.domain.precheck``); a channel's ``precheck`` setting
+            overrides it either way.
     """
 
     name: ClassVar[str]
@@ -234,6 +239,7 @@ class Adapter:
     limits: ClassVar[Limits] = Limits()
     settings: ClassVar[tuple[Setting, ...] | None] = None
     uploads_first: ClassVar[bool] = True
+    cheap_find: ClassVar[bool] = False
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.
