@@ -297,7 +297,7 @@ class SupportAction(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
-    #: retry, reconnect, landed, send_again.
+    #: retry, reconnect, landed, send_again, adopt.
     action: Mapped[str] = mapped_column(String(24))
     #: The part it concerned (a resolve), None for the whole delivery.
     part_idx: Mapped[int | None]
