@@ -254,6 +254,8 @@ class SandboxReadback(SandboxAdapter):
     strategy: ClassVar[Strategy] = Strategy.READ_BACK
     key_in: ClassVar[str | None] = "body:key"
     path_strategy: ClassVar[str] = "readback"
+    #: One GET by key: herald looks before every first send.
+    cheap_find: ClassVar[bool] = True
 
     def body(self, ctx: PublishContext) -> dict[str, Any]:
         return {**super().body(ctx), "key": ctx.key}

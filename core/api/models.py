@@ -147,10 +147,12 @@ class Retry(Body):
 
 
 class Resolve(Body):
-    """How an attempt in doubt ended: ``landed`` (with its URL) or ``send_again``."""
+    """How an attempt in doubt ended: ``landed`` (with its URL) or ``send_again``. For a
+    copy found before the first send (``duplicate_suspected``): ``adopt`` it as herald's,
+    or ``send_again`` to publish anyway."""
 
-    channel: str = Field(description="The channel whose attempt is in doubt.")
-    outcome: Literal["landed", "send_again"]
+    channel: str = Field(description="The channel whose delivery is held.")
+    outcome: Literal["landed", "send_again", "adopt"]
     url: str | None = Field(None, description="landed: the post's address on the platform.")
     platform_id: str | None = Field(None, description="landed: the platform's id (default: the URL's last segment).")
 

@@ -29,7 +29,16 @@ from core.services.posts import (
     submit_post,
 )
 from core.services.slots import parse_slot
-from core.services.support import Landed, Resolution, ResolveOutcome, RetryResult, SendAgain, resolve_post, retry_post
+from core.services.support import (
+    Adopt,
+    Landed,
+    Resolution,
+    ResolveOutcome,
+    RetryResult,
+    SendAgain,
+    resolve_post,
+    retry_post,
+)
 from core.services.timeline import Timeline, timeline
 from core.services.views import Json, jsonable
 
@@ -179,7 +188,9 @@ def retry(post_id: PathId, body: Retry, who: Supporter) -> Json:
 
 @router.post("/{post_id}/resolve", response_model=Resolution)
 def resolve(post_id: PathId, body: Resolve, who: Supporter) -> Json:
-    """Resolve an attempt in doubt: ``landed`` at ``url``, or ``send_again``."""
+    """Resolve an attempt in doubt: ``landed`` at ``url``, or ``send_again``; a copy found
+    before the first send (held ``duplicate_suspected``): ``adopt`` it, or ``send_again``
+    to publish anyway."""
     scope.own_post(who.account_id, post_id)
     decided: ResolveOutcome
     if body.outcome == "landed":
@@ -188,8 +199,8 @@ def resolve(post_id: PathId, body: Resolve, who: Supporter) -> Json:
         decided = Landed(body.url, body.platform_id)
     else:
         if body.url or body.platform_id:
-            raise UserError("url and platform_id go with landed; send_again sends the part once more")
-        decided = SendAgain()
+            raise UserError(f"url and platform_id go with landed; {body.outcome} takes neither")
+        decided = Adopt() if body.outcome == "adopt" else SendAgain()
     return jsonable(resolve_post(post_id, body.channel, decided))
 
 

@@ -1,5 +1,5 @@
 """The ``herald post`` commands support staff use (§18): retry what failed, resolve an
-attempt in doubt."""
+attempt in doubt or a copy found before the first send."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from core.domain.errors import UserError
 class Outcome(StrEnum):
     #: It is on the platform: give its --url.
     LANDED = "landed"
-    #: It is not: send it once more, accepting that a second copy may appear.
+    #: It is not: send it once more, accepting that a second copy may appear (for a copy
+    #: found before the first send: publish anyway, beside it).
     SEND_AGAIN = "send-again"
+    #: The copy found before the first send is herald's: recorded published where it is.
+    ADOPT = "adopt"
 
 
 def register(post_app: typer.Typer) -> None:
@@ -45,8 +48,8 @@ def register(post_app: typer.Typer) -> None:
     @post_app.command("resolve")
     def post_resolve(
         post_id: int,
-        outcome: Annotated[Outcome, typer.Argument(help="landed (with --url) or send-again.")],
-        channel: Annotated[str, typer.Option(help="The channel whose attempt is in doubt.")],
+        outcome: Annotated[Outcome, typer.Argument(help="landed (with --url), send-again or adopt.")],
+        channel: Annotated[str, typer.Option(help="The channel whose delivery is held.")],
         url: Annotated[str | None, typer.Option(help="landed: the post's address on the platform.")] = None,
         platform_id: Annotated[
             str | None, typer.Option(help="landed: the platform's id of the post (default: the URL's last segment).")
@@ -54,8 +57,10 @@ def register(post_app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Resolve a delivery held ambiguous_outcome: `landed --url URL` records it published
-        there; `send-again` sends it once more, accepting that a second copy may appear."""
-        from core.services.support import Landed, ResolveOutcome, SendAgain, resolve_post
+        there; `send-again` sends it once more, accepting that a second copy may appear.
+        Held duplicate_suspected (a copy herald did not send was there before its first
+        send): `adopt` records that copy as herald's; `send-again` publishes anyway."""
+        from core.services.support import Adopt, Landed, ResolveOutcome, SendAgain, resolve_post
 
         decided: ResolveOutcome
         if outcome is Outcome.LANDED:
@@ -64,14 +69,16 @@ def register(post_app: typer.Typer) -> None:
             decided = Landed(url, platform_id)
         else:
             if url or platform_id:
-                raise UserError("--url and --platform-id go with landed; send-again sends the part once more")
-            decided = SendAgain()
+                raise UserError(f"--url and --platform-id go with landed; {outcome} takes neither")
+            decided = Adopt() if outcome is Outcome.ADOPT else SendAgain()
         done = resolve_post(post_id, channel, decided)
         if as_json:
             print_json(done)
             return
         if done.outcome == "landed":
             said = f"recorded as landed at {done.url} (platform id {done.platform_id})"
+        elif done.outcome == "adopt":
+            said = f"adopted: recorded as published at {done.url} (platform id {done.platform_id})"
         else:
             said = "will be sent once more (resend accepted)"
         out.print(

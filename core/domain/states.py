@@ -150,8 +150,9 @@ REASONS: dict[Reason, ReasonInfo] = {
         "else `... send-again`.",
     ),
     Reason.DUPLICATE_SUSPECTED: ReasonInfo(
-        "The platform shows more than one copy of this post.",
-        "Delete the extra copy on the platform and resolve the alarm (`herald alarms resolve ID`).",
+        "A copy of this post was on the platform before herald's first send: something else published it.",
+        "Look at the copy (the detail gives its address): `herald post resolve POST --channel NAME adopt` "
+        "if it is herald's, else `... send-again` to publish anyway (a second copy).",
     ),
     Reason.THREAD_PARENT_MISSING: ReasonInfo(
         "The part this one replies to is gone from the platform.",

@@ -41,6 +41,9 @@ class PartPlan:
     attempt_started_at: datetime | None
     platform_id: str | None
     url: str | None = None
+    #: Whether an attempt before this claim got as far as sending the part (its
+    #: ``attempt_started_at`` was set): a part none did gets the pre-publish check.
+    tried: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,9 @@ class DeliveryPlan:
     #: The attempts made before the current budget began (a person's retry): backoff and
     #: ``max_attempts`` count ``attempts - budget_start``.
     budget_start: int = 0
-    #: Whether this attempt sends despite the doubt, a person having accepted a second
-    #: copy (``post resolve ... send-again``): true for exactly one attempt.
+    #: Whether this attempt sends despite the doubt (or despite the copy the pre-publish
+    #: check found), a person having accepted a second copy (``post resolve ... send-again``):
+    #: true for exactly one attempt.
     resend_accepted: bool = False
 
 
@@ -312,6 +316,8 @@ def _plan(
                 attempt_started_at=now if fresh else p.attempt_started_at,
                 platform_id=p.platform_id,
                 url=p.url,
+                # A lost claim's own ``send`` made no call: it leaves the part untried.
+                tried=p.attempt_started_at is not None and not (i == start and lost == "send"),
             )
         )
     # An attempt whose answer was lost made no call: it does not count.
@@ -328,7 +334,7 @@ def _plan(
         budget_start=delivery.budget_start,
         # The accepted resend is one numbered attempt: a later one (this one fenced out,
         # or in doubt in its turn) settles the doubt by the strategy again.
-        resend_accepted=in_doubt and attempts == delivery.resend_attempt,
+        resend_accepted=attempts == delivery.resend_attempt,
     )
 
 
@@ -345,5 +351,6 @@ def _prepared(post_id: int, fence: int, worker: str, plan: DeliveryPlan, now: da
         "b_post": post_id,
         "b_fence": fence,
         "b_worker": worker,
-        "b_action": "resend" if plan.resend_accepted else "recover" if plan.in_doubt else "send",
+        # A resend is of a part in doubt: publishing anyway past the pre-publish check is a send.
+        "b_action": ("resend" if plan.resend_accepted else "recover") if plan.in_doubt else "send",
     }

@@ -94,8 +94,17 @@ def set_status(
     conn.execute(update(Delivery).where(Delivery.id == delivery_id).values(status=new, **values))
 
 
-def part_state(conn: Connection, delivery_id: int, part_idx: int, *, in_doubt: bool) -> None:
-    """A part kept ``sending`` (a copy may exist) or put back to ``unsent``."""
+def part_state(conn: Connection, delivery_id: int, part_idx: int, *, in_doubt: bool, untried: bool = False) -> None:
+    """A part kept ``sending`` (a copy may exist) or put back to ``unsent``.
+
+    Args:
+        untried: the attempt sent nothing, and no attempt had before it (the pre-publish
+            check stopped it): the part is left as if never tried, so the next attempt
+            checks again (``core.domain.precheck``).
+    """
+    if untried and not in_doubt:
+        conn.execute(sql.PART_UNTRIED, {"b_delivery": delivery_id, "b_idx": part_idx})
+        return
     state = PartState.SENDING if in_doubt else PartState.UNSENT
     conn.execute(sql.PART_STATE, {"b_delivery": delivery_id, "b_idx": part_idx, "b_state": state})
 

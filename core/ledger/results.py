@@ -175,19 +175,21 @@ def delivery_parked(
     now: datetime,
     lease: float,
     exhausted: Reason = Reason.PLATFORM_UNAVAILABLE,
+    untried: bool = False,
 ) -> tuple[DeliveryStatus, Reason | None]:
     """Record a transient failure: park the delivery until ``next_attempt_at``.
 
     A part that may have landed stays ``sending``; one that provably did not goes back
     to ``unsent``. With no ``next_attempt_at`` (retries exhausted) the delivery fails
     with ``exhausted`` (``platform_unavailable`` unless the caller knows better), or is
-    held ``ambiguous_outcome`` when a copy may exist.
+    held ``ambiguous_outcome`` when a copy may exist. ``untried``: only the pre-publish
+    check ran (``moves.part_state``).
 
     Returns:
         The delivery's new status and reason.
     """
     with fenced(claim.post_id, claim.fence, now, lease) as conn:
-        part_state(conn, delivery_id, part_idx, in_doubt=in_doubt)
+        part_state(conn, delivery_id, part_idx, in_doubt=in_doubt, untried=untried)
         end_attempt(conn, delivery_id, claim.fence, now, "ambiguous" if in_doubt else "not_sent", detail)
         if next_attempt_at is not None:
             new, why = DeliveryStatus.RETRY_WAIT, reason
@@ -244,15 +246,17 @@ def delivery_stopped(
     now: datetime,
     lease: float,
     disconnect: bool = False,
+    untried: bool = False,
 ) -> None:
     """Record a delivery that ends (``failed``) or waits for a person (``held``).
 
     Args:
         in_doubt: keep the part ``sending`` (a copy may exist) rather than ``unsent``.
         disconnect: also mark the channel disconnected (credentials refused).
+        untried: only the pre-publish check ran (``moves.part_state``).
     """
     with fenced(claim.post_id, claim.fence, now, lease) as conn:
-        part_state(conn, delivery_id, part_idx, in_doubt=in_doubt)
+        part_state(conn, delivery_id, part_idx, in_doubt=in_doubt, untried=untried)
         end_attempt(conn, delivery_id, claim.fence, now, str(reason), detail)
         set_status(conn, delivery_id, DeliveryStatus.SENDING, status, reason, detail=detail)
         if disconnect:

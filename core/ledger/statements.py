@@ -213,6 +213,14 @@ PART_STATE = (
     .values(state=bindparam("b_state"))
 )
 
+#: A part back to ``unsent`` as if this attempt had never begun: only the pre-publish check
+#: ran, and a part no attempt has sent is checked again on its next one: b_delivery, b_idx.
+PART_UNTRIED = (
+    update(parts)
+    .where(parts.c.delivery_id == bindparam("b_delivery"), parts.c.idx == bindparam("b_idx"))
+    .values(state=PartState.UNSENT, attempt_started_at=None)
+)
+
 #: Closes the claim's open attempt of a delivery: b_delivery, b_fence, b_now, b_outcome, b_error.
 END_ATTEMPT = (
     update(attempts)

@@ -1,5 +1,6 @@
 """What support staff do to a delivery (§18), written: a retry, a reconnect's lift, an
-attempt in doubt resolved as landed or sent again, each recorded for the timeline.
+attempt in doubt resolved as landed or sent again, a copy found before the first send
+adopted or published beside, each recorded for the timeline.
 
 The service (``core.services.support``) decides which deliveries an action applies to,
 inside the transaction these functions write in; every move goes through the checked
@@ -22,7 +23,7 @@ from core.runtime.lease import stale_at, stale_before
 from core.store.models import Delivery, DeliveryPart, Post, SupportAction
 
 #: ``support_actions.action`` values.
-RETRY, RECONNECT, LANDED, SEND_AGAIN = "retry", "reconnect", "landed", "send_again"
+RETRY, RECONNECT, LANDED, SEND_AGAIN, ADOPT = "retry", "reconnect", "landed", "send_again", "adopt"
 
 
 def post_for_support(s: Session, post_id: int) -> Post:
@@ -89,21 +90,33 @@ def redrive(
     record(s, delivery, action, detail, now, part_idx)
 
 
-def send_again(s: Session, delivery: Delivery, part: DeliveryPart, now: datetime) -> None:
+def send_again(s: Session, delivery: Delivery, part: DeliveryPart, now: datetime, detail: str) -> None:
     """A delivery held ``ambiguous_outcome`` put back so that the next attempt sends the
-    part in doubt once more: the person accepted that a second copy may appear.
+    part in doubt once more: the person accepted that a second copy may appear. Held
+    ``duplicate_suspected``, the next attempt sends without the pre-publish check.
 
     The acceptance is the number of the next attempt (``resend_attempt``): exactly that
-    one sends despite the doubt; any later one settles the doubt by the strategy again.
+    one sends despite the doubt (or the copy found); any later one settles the doubt by
+    the strategy again.
     """
-    redrive(s, delivery, SEND_AGAIN, "resend accepted by a person: a second copy may appear", now, part.idx)
+    redrive(s, delivery, SEND_AGAIN, detail, now, part.idx)
     delivery.resend_attempt = delivery.attempts + 1
 
 
 def landed(
-    s: Session, post: Post, delivery: Delivery, part: DeliveryPart, platform_id: str, url: str, now: datetime
+    s: Session,
+    post: Post,
+    delivery: Delivery,
+    part: DeliveryPart,
+    platform_id: str,
+    url: str,
+    now: datetime,
+    *,
+    action: str = LANDED,
+    detail: str,
 ) -> None:
-    """The part in doubt recorded as published where a person saw it.
+    """The part in doubt (or the copy found before its first send, ``action`` ``adopt``)
+    recorded as published where a person saw it; ``detail`` says so in the timeline.
 
     The last part marks the delivery published and inserts its publication row (§4),
     which names the thread's first part; an earlier one puts the delivery back to
@@ -114,15 +127,14 @@ def landed(
     part.platform_id = platform_id
     part.url = url
     part.published_at = now
-    detail = f"landed at {url} (platform id {platform_id}), as a person saw on the platform"
     if part is not delivery.parts[-1]:
-        redrive(s, delivery, LANDED, detail, now, part.idx)
+        redrive(s, delivery, action, detail, now, part.idx)
         return
     move(delivery, DeliveryStatus.PUBLISHED)
     delivery.reason = None
     delivery.detail = None
     delivery.confirmed_at = now
-    record(s, delivery, LANDED, detail, now, part.idx)
+    record(s, delivery, action, detail, now, part.idx)
     first = delivery.parts[0]
     s.flush()
     record_publication(

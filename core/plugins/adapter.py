@@ -227,6 +227,11 @@ class Adapter:
             and :meth:`publish` finds each one in ``ctx.media[i].file``.
         rates: every sustained rate the platform enforces on posting (:class:`Rate`), each
             one a budget herald keeps to; empty (the default): herald never paces its sends.
+        cheap_find: whether :meth:`find` costs about one light request (a lookup by key,
+            not a walk through a timeline). A ``read_back`` adapter that says so has herald
+            ask it before every part's first send, to catch a copy something else
+            published (``core.domain.precheck``); a channel's ``precheck`` setting
+            overrides it either way.
     """
 
     name: ClassVar[str]
@@ -238,6 +243,7 @@ class Adapter:
     settings: ClassVar[tuple[Setting, ...] | None] = None
     uploads_first: ClassVar[bool] = True
     rates: ClassVar[tuple[Rate, ...]] = ()
+    cheap_find: ClassVar[bool] = False
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         #: Adapter-wide settings from ``plugins.toml``.

@@ -94,6 +94,13 @@ HERALD_SETTINGS: tuple[Setting, ...] = (
         example="true",
     ),
     Setting(
+        "precheck",
+        "look for the post on the platform before its first send (read_back channels; on by "
+        "default where the adapter's search is cheap), holding it duplicate_suspected if a copy is there",
+        check=boolean,
+        example="false",
+    ),
+    Setting(
         "rate",
         "the most posts herald sends to this channel in a window, COUNT/SECONDS, on top of "
         "the rates its platform declares (a stricter instance, or a test)",
@@ -101,6 +108,14 @@ HERALD_SETTINGS: tuple[Setting, ...] = (
         example="10/3",
     ),
 )
+
+
+def precheck_on(adapter: Adapter, settings: Mapping[str, object]) -> bool:
+    """Whether a channel on ``adapter`` looks for a part before its first send
+    (``core.domain.precheck``): as its ``precheck`` setting says, else where the adapter
+    declares its ``find`` cheap. Only ``read_back`` channels are ever checked."""
+    given = str(settings.get("precheck", "")).strip()
+    return is_true(given) if given else adapter.cheap_find
 
 
 def declared(adapter: type[Adapter]) -> tuple[Setting, ...] | None:

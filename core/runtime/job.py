@@ -41,10 +41,12 @@ from core.domain.errors import (
     HeraldError,
     MediaNotReady,
     NotFound,
+    NotSent,
     PublishError,
     RateLimited,
     Rejected,
 )
+from core.domain.precheck import copy_found
 from core.domain.states import DeliveryStatus, PostStatus, Reason, Strategy
 from core.ledger import (
     Claim,
@@ -62,6 +64,7 @@ from core.ledger import (
 from core.ledger.media import never_posted, part_uploads
 from core.plugins import manager as plugins
 from core.plugins.adapter import Adapter, PublishContext, Published
+from core.plugins.channel_settings import precheck_on
 from core.plugins.transport import http_client
 from core.runtime.attaching import Attaching, uploads_done
 from core.runtime.calls import call_adapter
@@ -245,6 +248,10 @@ class _DeliveryRun:
                 return self._paced(idx, in_doubt, paced)
             # After any wait for the turn: a call in doubt is never raced before its deadline.
             started = clock().now()
+            if self._checks_first(adapter, idx, in_doubt):
+                stopped = self._check_first(adapter, idx, ctx, started)
+                if stopped is not None:
+                    return stopped
             try:
                 if part.media:
                     ctx = Attaching(self.claim, plan, self.cfg, self.hb, clock).attach(adapter, part, ctx, uploads)
@@ -322,12 +329,57 @@ class _DeliveryRun:
                 return _HoldInDoubt("an earlier attempt may have landed and the platform cannot be asked")
         return _Sent(call_adapter(adapter.publish, ctx, timeout), adopted=False)
 
+    def _checks_first(self, adapter: Adapter, idx: int, in_doubt: bool) -> bool:
+        """Whether the pre-publish check comes before the send of part ``idx``
+        (``core.domain.precheck``): a ``read_back`` channel that has it on, a part no
+        attempt of herald's has sent, and no person's "publish anyway" for it (which lets
+        through the part it was said of, not the thread's later ones). Other strategies
+        pay nothing."""
+        plan = self.plan
+        return (
+            adapter.strategy is Strategy.READ_BACK
+            and not (in_doubt or plan.parts[idx].tried or (plan.resend_accepted and idx == plan.start))
+            and adapter.can_find
+            and precheck_on(adapter, plan.settings)
+        )
+
+    def _check_first(self, adapter: Adapter, idx: int, ctx: PublishContext, started: datetime) -> _Ended | None:
+        """Look for the part on the platform before its first send, under the call's deadline.
+
+        A copy there was published by something else: the delivery is held
+        ``duplicate_suspected`` with the copy's address, for a person to adopt it or publish
+        anyway – never skipped, never overwritten. A search that fails sent nothing: it is
+        parked for a retry like any call that did not reach the platform (rate limits
+        honoured), never followed by a blind send; refused credentials hold it as a send's
+        would. Each leaves the part untried, so the next attempt looks again.
+
+        Returns:
+            None when the platform has no copy: send it.
+        """
+        try:
+            found = call_adapter(adapter.find, ctx, self.cfg.call_timeout)
+        except AuthExpired as exc:
+            said = f"the search before the first send: {type(exc).__name__}: {exc}"
+            return self._stop(idx, DeliveryStatus.HELD, Reason.AUTH_EXPIRED, said, False, disconnect=True, untried=True)
+        except ConfigError as exc:
+            return self._stop(idx, DeliveryStatus.HELD, Reason.CHANNEL_MISCONFIGURED, str(exc), False, untried=True)
+        except FencedOut:
+            raise
+        except HeraldError as exc:
+            return self._failed(adapter, idx, False, _search_failed(exc), started, untried=True)
+        if found is None:
+            return None
+        detail = copy_found(found.url, found.platform_id)
+        return self._stop(idx, DeliveryStatus.HELD, Reason.DUPLICATE_SUSPECTED, detail, False, untried=True)
+
     def _key_remembered(self, adapter: Adapter, part: PartPlan) -> bool:
         if adapter.key_ttl is None or part.attempt_started_at is None:
             return True
         return clock().now() - part.attempt_started_at < timedelta(seconds=adapter.key_ttl)
 
-    def _failed(self, adapter: Adapter, idx: int, in_doubt: bool, exc: PublishError, started: datetime) -> _Ended:
+    def _failed(
+        self, adapter: Adapter, idx: int, in_doubt: bool, exc: PublishError, started: datetime, *, untried: bool = False
+    ) -> _Ended:
         plan, detail = self.plan, f"{type(exc).__name__}: {exc}"
         # Whether this call may have landed; a part in doubt stays in doubt, as a resend
         # that provably failed says nothing of the earlier attempt.
@@ -363,6 +415,7 @@ class _DeliveryRun:
             now=clock().now(),
             lease=self.cfg.lease_seconds,
             exhausted=_exhausted(exc),
+            untried=untried,
         )
         return DeliveryOutcome(plan.delivery_id, status, why, idx), None
 
@@ -384,6 +437,7 @@ class _DeliveryRun:
         in_doubt: bool,
         *,
         disconnect: bool = False,
+        untried: bool = False,
     ) -> _Ended:
         delivery_stopped(
             self.claim,
@@ -396,6 +450,7 @@ class _DeliveryRun:
             now=clock().now(),
             lease=self.cfg.lease_seconds,
             disconnect=disconnect,
+            untried=untried,
         )
         return DeliveryOutcome(self.plan.delivery_id, status, reason, idx), None
 
@@ -407,6 +462,18 @@ def _exhausted(exc: PublishError) -> Reason:
     if isinstance(exc, MediaNotReady):
         return Reason.MEDIA_NOT_READY
     return Reason.PLATFORM_UNAVAILABLE
+
+
+def _search_failed(exc: HeraldError) -> PublishError:
+    """A failed pre-publish search as the outcome of a call that sent nothing: whatever the
+    search answered (a 5xx, a timeout), no post was made, so the part is never left in doubt
+    (which a ``read_back`` retry would settle by adopting the copy of unknown origin)."""
+    said = f"the search before the first send failed, so nothing was sent: {type(exc).__name__}: {exc}"
+    if isinstance(exc, RateLimited):
+        return RateLimited(said, retry_after=exc.retry_after, status=exc.status)
+    if isinstance(exc, AdapterError):
+        return AdapterError(said, sent=False)
+    return NotSent(said, status=exc.status if isinstance(exc, PublishError) else None)
 
 
 def _opted_into_resend(channel_settings: dict[str, object]) -> bool:

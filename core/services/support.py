@@ -1,5 +1,7 @@
 """Support (§18): every hold has a way out. Retry what failed or was held, and resolve an
-attempt in doubt as landed (with the platform's URL) or sent again.
+attempt in doubt as landed (with the platform's URL) or sent again; a copy the pre-publish
+check found (``duplicate_suspected``) is resolved the same way: adopted as herald's (landed
+where it was found) or published anyway (sent again).
 
 Each action is one call here, decided and written in one transaction (the writes are the
 ledger's, ``core.ledger.support``), recorded for the timeline, and followed by arming: the
@@ -19,6 +21,7 @@ from sqlalchemy.orm import Session
 from core.config import settings
 from core.domain.admission import Hold, admit
 from core.domain.errors import Conflict, NotFound, UserError
+from core.domain.precheck import found_in
 from core.domain.states import RETRY_LIFTS, DeliveryStatus, PartState, PostStatus, Reason
 from core.ledger import support as ledger
 from core.ledger.statements import GLOBAL_STOP
@@ -76,10 +79,17 @@ class Landed:
 @dataclass(frozen=True)
 class SendAgain:
     """The attempt in doubt is not on the platform: send it once more, accepting that a
-    second copy may appear if it was there after all."""
+    second copy may appear if it was there after all. For a copy the pre-publish check
+    found: publish anyway, beside it."""
 
 
-ResolveOutcome = Landed | SendAgain
+@dataclass(frozen=True)
+class Adopt:
+    """The copy the pre-publish check found is herald's: the part is recorded published
+    there (its URL and platform id as the platform gave them), and a thread goes on from it."""
+
+
+ResolveOutcome = Landed | SendAgain | Adopt
 
 
 @dataclass(frozen=True)
@@ -88,10 +98,10 @@ class Resolution:
 
     post_id: int
     channel: str
-    outcome: Literal["landed", "send_again"]
-    #: The part that was in doubt (0 for the first).
+    outcome: Literal["landed", "send_again", "adopt"]
+    #: The part that was in doubt, or that the copy found is of (0 for the first).
     part: int
-    #: Where it landed (``landed`` only).
+    #: Where it landed (``landed`` and ``adopt``).
     url: str | None
     platform_id: str | None
     #: The delivery's status now: ``published``, or ``pending`` while it (or the rest of
@@ -170,12 +180,18 @@ def resolve_post(post_id: int, channel: str, outcome: ResolveOutcome, *, clock: 
     with the platform's URL and id, under the post's fence) or should be sent again
     (``SendAgain``: the next attempt sends the part once more, for exactly one attempt).
 
+    A delivery held ``duplicate_suspected`` (the pre-publish check found a copy herald did
+    not send) is resolved by ``Adopt`` (the copy is herald's: recorded as ``landed`` where
+    it was found), ``Landed`` (at another address a person gives) or ``SendAgain``
+    (publish anyway: the next attempt sends without the check, and a second copy appears).
+
     For a thread only the part in doubt is resolved; the rest of the thread goes out.
 
     Raises:
         NotFound: no such post, or it has no delivery on ``channel``.
-        Conflict: the delivery is not in doubt (its state and fix named), or a worker
-            holds the post right now (``landed`` waits for it).
+        Conflict: the delivery is not in doubt (its state and fix named), ``adopt`` of a
+            delivery not held ``duplicate_suspected``, or a worker holds the post right now
+            (``landed`` and ``adopt`` wait for it).
         UserError: a URL that is not one, or a platform id that cannot be derived from it.
     """
     cfg = settings()
@@ -184,15 +200,27 @@ def resolve_post(post_id: int, channel: str, outcome: ResolveOutcome, *, clock: 
     with db.transaction() as s:
         post = ledger.post_for_support(s, post_id)
         (delivery,) = _on_channel(post, channel)
-        part = _in_doubt(s, post, delivery)
-        if where is not None:
+        part = _to_resolve(s, post, delivery)
+        if isinstance(outcome, Adopt):
+            url, platform_id = _adopted(post, delivery)
+            post = ledger.fence_post(s, post_id, now, cfg.grace_seconds)
+            adopted = f"adopted as herald's: the copy found before the first send, at {url} (platform id {platform_id})"
+            ledger.landed(s, post, delivery, part, platform_id, url, now, action=ledger.ADOPT, detail=adopted)
+            status = ledger.summarise(s, post, now, fenced=True)
+            done = Resolution(post_id, channel, "adopt", part.idx, url, platform_id, delivery.status, status, None)
+        elif where is not None:
             url, platform_id = where
             post = ledger.fence_post(s, post_id, now, cfg.grace_seconds)
-            ledger.landed(s, post, delivery, part, platform_id, url, now)
+            seen = f"landed at {url} (platform id {platform_id}), as a person saw on the platform"
+            ledger.landed(s, post, delivery, part, platform_id, url, now, detail=seen)
             status = ledger.summarise(s, post, now, fenced=True)
             done = Resolution(post_id, channel, "landed", part.idx, url, platform_id, delivery.status, status, None)
         else:
-            ledger.send_again(s, delivery, part, now)
+            if delivery.reason is Reason.DUPLICATE_SUSPECTED:
+                why = f"published anyway by a person, beside the copy found before the first send ({delivery.detail})"
+            else:
+                why = "resend accepted by a person: a second copy may appear"
+            ledger.send_again(s, delivery, part, now, why)
             status = ledger.summarise(s, post, now)
             done = Resolution(post_id, channel, "send_again", part.idx, None, None, delivery.status, status, None)
     return replace(done, armed_at=arm(post_id, clock))
@@ -213,7 +241,11 @@ def fix_for(reason: Reason, post: Post, channel: str, account: Account, global_s
     if reason in (Reason.AUTH_EXPIRED, Reason.CHANNEL_DISCONNECTED, Reason.CHANNEL_MISCONFIGURED):
         return f"reconnect the channel: `herald channel reconnect {channel} --set key=value` (that re-arms it)"
     if reason is Reason.DUPLICATE_SUSPECTED:
-        return "delete the extra copy on the platform, then `herald alarms resolve ID` (`herald alarms` lists them)"
+        resolve = f"herald post resolve {post.id} --channel {channel}"
+        return (
+            f"look at the copy the detail names: `{resolve} adopt` if it is herald's, "
+            f"else `{resolve} send-again` to publish anyway (a second copy)"
+        )
     return reason.action
 
 
@@ -239,18 +271,22 @@ def _global_stop(s: Session) -> bool:
     return bool(s.execute(select(Switch.on).where(Switch.name == GLOBAL_STOP)).scalar())
 
 
-def _in_doubt(s: Session, post: Post, delivery: Delivery) -> DeliveryPart:
-    """The part of ``delivery`` whose attempt is in doubt, when it is held for a person to
-    resolve it.
+def _to_resolve(s: Session, post: Post, delivery: Delivery) -> DeliveryPart:
+    """The part of ``delivery`` whose attempt is in doubt, or that the pre-publish check
+    found a copy of, when it is held for a person to resolve it.
 
     Raises:
-        Conflict: the delivery is not held ``ambiguous_outcome``; the message says what it
-            is and what fixes that.
+        Conflict: the delivery is not held ``ambiguous_outcome`` nor ``duplicate_suspected``;
+            the message says what it is and what fixes that.
     """
     name = delivery.channel.name
+    held = delivery.status is DeliveryStatus.HELD
     doubtful = next((p for p in delivery.parts if p.state is PartState.SENDING), None)
-    if delivery.status is DeliveryStatus.HELD and delivery.reason is Reason.AMBIGUOUS_OUTCOME and doubtful:
+    if held and delivery.reason is Reason.AMBIGUOUS_OUTCOME and doubtful:
         return doubtful
+    unpublished = next((p for p in delivery.parts if p.state is not PartState.PUBLISHED), None)
+    if held and delivery.reason is Reason.DUPLICATE_SUSPECTED and unpublished:
+        return unpublished
     state = f"{delivery.status}{f' {delivery.reason}' if delivery.reason else ''}"
     if delivery.status is DeliveryStatus.PUBLISHED:
         fix = "nothing is in doubt"
@@ -266,9 +302,32 @@ def _in_doubt(s: Session, post: Post, delivery: Delivery) -> DeliveryPart:
     else:
         fix = "herald is still publishing it; an attempt in doubt it cannot settle is held for you to resolve"
     raise Conflict(
-        f"post {post.id} on {name} is {state}, not an attempt in doubt (held ambiguous_outcome): "
-        f"there is nothing to resolve; {fix}"
+        f"post {post.id} on {name} is {state}, not an attempt in doubt (held ambiguous_outcome) nor a copy "
+        f"found before its first send (held duplicate_suspected): there is nothing to resolve; {fix}"
     )
+
+
+def _adopted(post: Post, delivery: Delivery) -> tuple[str, str]:
+    """The URL and platform id of the copy the pre-publish check found, which a person adopts.
+
+    Raises:
+        Conflict: the delivery is held for another reason (an attempt in doubt is ``landed``).
+        UserError: the hold does not name the copy (give its address with ``landed``).
+    """
+    name = delivery.channel.name
+    if delivery.reason is not Reason.DUPLICATE_SUSPECTED:
+        raise Conflict(
+            f"post {post.id} on {name} is held {delivery.reason}: adopt takes the copy found before a first send "
+            f"(held duplicate_suspected); if the attempt in doubt is on the platform, say "
+            f"`herald post resolve {post.id} --channel {name} landed --url URL`"
+        )
+    found = found_in(delivery.detail)
+    if found is None:
+        raise UserError(
+            f"post {post.id} on {name}: the hold does not name the copy found; give its address with "
+            f"`herald post resolve {post.id} --channel {name} landed --url URL`"
+        )
+    return found
 
 
 def _landed_at(outcome: Landed) -> tuple[str, str]:

@@ -36,7 +36,7 @@ class TimelineAttempt:
 
 @dataclass(frozen=True)
 class TimelineAction:
-    """What a person did to the delivery (§18): retry, reconnect, landed, send_again."""
+    """What a person did to the delivery (§18): retry, reconnect, landed, send_again, adopt."""
 
     action: str
     #: The part it concerned (a resolve), None for the whole delivery.

@@ -323,7 +323,7 @@ class SupportAction(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
-    #: retry, reconnect, landed, send_again; imported (``herald import`` recorded it).
+    #: retry, reconnect, landed, send_again, adopt; imported (``herald import`` recorded it).
     action: Mapped[str] = mapped_column(String(24))
     #: The part it concerned (a resolve), None for the whole delivery.
     part_idx: Mapped[int | None]

@@ -1,7 +1,8 @@
 """A post's page (``/posts/{id}``) and needs attention (``/attention``): per channel its
 state, the reason's explanation, and the one action that fixes it as a button – retry this
-channel, reconnect, mark landed with the URL or send again, approve – each one service call
-(``core.services.support``, ``channels``, ``posts``); and the post's timeline (§14).
+channel, reconnect, mark landed with the URL or send again, adopt a copy found before the
+first send or publish anyway, approve – each one service call (``core.services.support``,
+``channels``, ``posts``); and the post's timeline (§14).
 
 The post's page edits its text too (``core.services.editing``, §13): its parts and each
 channel's own parts, against the revision the page showed (an edit since → refused, the
@@ -27,7 +28,7 @@ from core.services.channels import CHANNEL_HOLDS, reconnect_channel, show_channe
 from core.services.editing import EditMode, PostEdit, edit_post
 from core.services.posts import PostView, approve_post, cancel_post, show_post
 from core.services.scope import own_channel, own_post
-from core.services.support import Landed, SendAgain, resolve_post, retry_post
+from core.services.support import Adopt, Landed, ResolveOutcome, SendAgain, resolve_post, retry_post
 from core.services.timeline import timeline
 from core.web.rendering import PageRoute, back_to, done, render
 from core.web.session import Csrf, Scheduler, Supporter, Viewer
@@ -41,6 +42,8 @@ class Fix(enum.StrEnum):
     RETRY = "retry"
     RECONNECT = "reconnect"
     RESOLVE = "resolve"
+    #: A copy found before the first send: adopt it, or publish anyway.
+    RESOLVE_COPY = "resolve_copy"
     APPROVE = "approve"
 
 
@@ -49,6 +52,7 @@ FIX_ACTION = {
     Fix.RETRY: Action.SUPPORT,
     Fix.RECONNECT: Action.SUPPORT,
     Fix.RESOLVE: Action.SUPPORT,
+    Fix.RESOLVE_COPY: Action.SUPPORT,
     Fix.APPROVE: Action.SCHEDULE,
 }
 
@@ -62,6 +66,8 @@ def fix_of(status: DeliveryStatus, reason: Reason | None, connected: bool) -> Fi
         return Fix.RECONNECT
     if reason is Reason.AMBIGUOUS_OUTCOME:
         return Fix.RESOLVE
+    if reason is Reason.DUPLICATE_SUSPECTED:
+        return Fix.RESOLVE_COPY
     if reason is Reason.APPROVAL_PENDING:
         return Fix.APPROVE
     if status is DeliveryStatus.FAILED or reason in RETRY_LIFTS:
@@ -200,9 +206,13 @@ def resolve(
     url: Annotated[str, Form()] = "",
 ) -> Response:
     own_post(who.account_id, post_id)
-    chosen = Landed(url.strip()) if outcome == "landed" else SendAgain()
+    chosen: ResolveOutcome = SendAgain()
+    if outcome == "landed":
+        chosen = Landed(url.strip())
+    elif outcome == "adopt":
+        chosen = Adopt()
     result = resolve_post(post_id, channel, chosen)
-    said = f"landed at {result.url}" if result.outcome == "landed" else "sent again"
+    said = {"landed": f"landed at {result.url}", "adopt": f"adopted at {result.url}"}.get(result.outcome, "sent again")
     return done(request, back_to(request), f"post {post_id} on {channel}: {said}")
 
 

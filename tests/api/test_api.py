@@ -10,13 +10,18 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
+from adapters.sandbox.server import SandboxServer
 from core.domain.roles import Role
 from core.domain.states import DeliveryStatus, Reason
+from core.runtime import job
 from core.runtime.clock import DatabaseClock, ManualClock
+from core.services.channels import add_channel
 from core.services.keys import authenticate, create_key, revoke_key
+from core.services.posts import submit_post
 from core.store import db
 from core.store.models import Delivery, Post
 from tests.api.conftest import SECRET_TOKEN, TestClient, World
+from tests.integration.test_precheck import placed_copy
 
 pytestmark = pytest.mark.integration
 
@@ -181,3 +186,29 @@ def test_the_account_stop_holds_only_the_keys_account(world: World, client: Test
 def test_docs_and_openapi_are_served(client: TestClient) -> None:
     assert client.get("/openapi.json").json()["paths"]["/api/v1/posts"]["post"]["responses"]["201"]
     assert "swagger" in client.get("/docs").text.lower()
+
+
+def test_a_copy_found_before_the_first_send_is_shown_and_adopted_through_the_api(
+    world: World, client: TestClient, sandbox: SandboxServer
+) -> None:
+    add_channel("r1", "sandbox-readback", {"base_url": sandbox.url, "token": "t-ok"}, "alpha")
+    post_id = submit_post(channels=["r1"], parts=["already out"]).post_id
+    copy = placed_copy(sandbox.url, post_id, "already out")
+    job.publish_post(post_id)
+
+    delivery = client.get(f"/api/v1/posts/{post_id}", headers=world.auth(Role.VIEWER)).json()["deliveries"][0]
+    assert (delivery["status"], delivery["reason"]) == ("held", "duplicate_suspected")
+    assert delivery["explanation"] == Reason.DUPLICATE_SUSPECTED.explanation and copy["url"] in delivery["detail"]
+    support = world.auth(Role.SUPPORT)
+    _error(
+        client.post(
+            f"/api/v1/posts/{post_id}/resolve", json={"channel": "r1", "outcome": "adopt", "url": "x"}, headers=support
+        ),
+        400,
+        "refused",
+    )
+    done = client.post(f"/api/v1/posts/{post_id}/resolve", json={"channel": "r1", "outcome": "adopt"}, headers=support)
+    assert done.status_code == 200, done.text
+    answer = done.json()
+    assert (answer["outcome"], answer["url"], answer["platform_id"]) == ("adopt", copy["url"], copy["id"])
+    assert (answer["delivery_status"], answer["post_status"]) == ("published", "published")

@@ -233,7 +233,7 @@ def test_account_status_of_an_unknown_account_is_refused_not_created(herald: Set
         (
             ["--set", "base_url=http://127.0.0.1:8025", "--set", "tokne=t"],
             "sandbox-none has no channel setting 'tokne'; did you mean token? its settings are base_url, token, "
-            "resend_in_doubt, rate",
+            "resend_in_doubt, precheck, rate",
         ),
         (
             ["--set", "base_url=127.0.0.1:8025"],
@@ -294,7 +294,7 @@ def test_channel_edit_refusals_never_echo_a_secret_and_change_nothing(herald: Se
     add_channel("e2", "sandbox-native", {"base_url": sandbox_url, "token": "old-token-1234"})
     assert refusal(herald_cmd("channel", "edit", "e2", "--set", "tokn=new-secret-5678")) == (
         "sandbox-native has no channel setting 'tokn'; did you mean token? its settings are base_url, token, "
-        "resend_in_doubt, rate"
+        "resend_in_doubt, precheck, rate"
     )
     assert refusal(herald_cmd("channel", "edit", "e2", "--unset", "base_url")).startswith(
         "a sandbox-native channel needs base_url"

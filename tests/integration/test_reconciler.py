@@ -285,6 +285,9 @@ class Unanswered(SandboxReadback):
     """A read_back platform whose search does not answer until the test lets it."""
 
     name = "sandbox-unanswered"
+    #: A search that hangs is no cheap one: the publish job does not ask it before a send
+    #: (the pre-publish check), so only the sweep meets it.
+    cheap_find = False
     #: Set when a search is in flight; ``answer`` lets it return.
     searching = threading.Event()
     answer = threading.Event()

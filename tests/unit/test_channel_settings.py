@@ -35,12 +35,15 @@ def test_http_url_and_boolean_checks() -> None:
 @pytest.mark.parametrize("adapter", [SandboxNative, SandboxReadback, SandboxNone])
 def test_the_sandbox_adapters_declare_base_url_required_and_token_secret(adapter: type[Adapter]) -> None:
     settings = {s.name: s for s in declared(adapter) or ()}
-    assert set(settings) == {"base_url", "token", "resend_in_doubt", "rate"}
+    assert set(settings) == {"base_url", "token", "resend_in_doubt", "precheck", "rate"}
     assert settings["base_url"].required and settings["base_url"].check is http_url
     assert settings["token"].secret and not settings["token"].required
-    assert settings["resend_in_doubt"].check is boolean and not settings["resend_in_doubt"].required
+    for herald_own in ("resend_in_doubt", "precheck"):
+        assert settings[herald_own].check is boolean and not settings[herald_own].required
     assert settings["rate"].check is rate_text and not settings["rate"].required
-    check_settings(adapter, {"base_url": URL, "token": "t", "resend_in_doubt": "true", "rate": "10/3"})
+    check_settings(
+        adapter, {"base_url": URL, "token": "t", "resend_in_doubt": "true", "precheck": "false", "rate": "10/3"}
+    )
 
 
 def test_a_missing_required_setting_is_refused_with_the_option_that_gives_it() -> None:
@@ -54,7 +57,7 @@ def test_a_missing_required_setting_is_refused_with_the_option_that_gives_it() -
 def test_a_typo_in_a_setting_name_is_refused_with_the_closest_known_name() -> None:
     assert refusal(SandboxNative, {"base_ur": URL}) == (
         "sandbox-native has no channel setting 'base_ur'; did you mean base_url? "
-        "its settings are base_url, token, resend_in_doubt, rate"
+        "its settings are base_url, token, resend_in_doubt, precheck, rate"
     )
     assert "did you mean" not in refusal(SandboxNative, {"base_url": URL, "colour": "red"})
 

@@ -16,6 +16,7 @@ from core.services.finding import PostQuery, list_posts
 from core.services.keys import create_key, login_link, revoke_key
 from core.services.posts import create_post, show_post
 from tests.integration.conftest import Sandbox
+from tests.integration.test_precheck import placed_copy
 from tests.web.conftest import SECRET, TestClient, csrf_of
 
 pytestmark = pytest.mark.integration
@@ -170,6 +171,29 @@ def test_the_failed_delivery_needs_attention_with_its_fix(browser: Browser, fail
     assert f'data-post="{failed_post}"' in page
     assert Reason.PERMISSION_DENIED.value in page and Reason.PERMISSION_DENIED.explanation in page
     assert "Retry a2" in page
+
+
+def test_a_copy_found_before_the_first_send_offers_adopt_and_publish_anyway(
+    browser: Browser, accounts: dict[str, str], sandbox_url: str, platform: Sandbox
+) -> None:
+    add_channel("r1", "sandbox-readback", {"base_url": sandbox_url, "token": "t-ok"}, account="a")
+    post_id = create_post(channels=["r1"], parts=["already out"])
+    copy = placed_copy(sandbox_url, post_id, "already out")
+    job.publish_post(post_id)
+
+    support = browser(Role.SUPPORT)
+    page = support.get(f"/posts/{post_id}").text
+    assert Reason.DUPLICATE_SUSPECTED.value in page and copy["url"] in page
+    assert "It is ours, adopt it" in page and "Publish anyway" in page
+    assert "It is ours, adopt it" not in browser(Role.VIEWER).get(f"/posts/{post_id}").text
+    form = {"csrf": csrf_of(page), "channel": "r1", "outcome": "send_again"}
+    pressed = support.post(f"/posts/{post_id}/resolve", data=form)
+    assert pressed.status_code == 303, pressed.text
+    (d,) = show_post(post_id).deliveries
+    assert d.status is DeliveryStatus.PENDING
+    job.publish_post(post_id)
+    assert show_post(post_id).status is PostStatus.PUBLISHED
+    assert len(platform.posts("readback")) == 2  # published anyway, beside the copy
 
 
 def test_calendar_shows_the_week_in_the_viewers_zone(
