@@ -33,6 +33,9 @@ from sqlalchemy.engine import make_url
 from adapters.sandbox.server import SandboxServer
 from core import config
 from core.config import Settings
+from core.plugins.events import AlarmEvent
+from core.plugins.hookspecs import hookimpl
+from core.plugins.manager import plugin_manager
 from core.runtime import job as publish
 from core.runtime.clock import DatabaseClock, ManualClock
 from core.services.channels import add_channel
@@ -335,3 +338,22 @@ def client(server: SandboxServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=5.0) as http:
         http.delete("/sandbox/posts").raise_for_status()
         yield http
+
+
+class Captured:
+    """A plugin that records every alarm routed through ``herald_alarm``."""
+
+    def __init__(self) -> None:
+        self.events: list[AlarmEvent] = []
+
+    @hookimpl
+    def herald_alarm(self, alarm: AlarmEvent) -> None:
+        self.events.append(alarm)
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    plugin = Captured()
+    plugin_manager().register(plugin)
+    yield plugin
+    plugin_manager().unregister(plugin)

@@ -25,7 +25,6 @@ from adapters.sandbox import SandboxReadback
 from core import config, ledger
 from core.config import Settings
 from core.plugins.adapter import PublishContext, Published
-from core.plugins.events import AlarmEvent
 from core.plugins.hookspecs import RegisterAdapter, hookimpl
 from core.plugins.manager import plugin_manager
 from core.runtime.clock import DatabaseClock, ManualClock
@@ -36,7 +35,7 @@ from core.services.posts import create_post
 from core.store import db
 from core.store.models import Alarm, AlarmKind, Attempt, Post, Tick
 from reconciler.tick import NAME, READBACK, repair, run_forever, sweep, tick
-from tests.integration.conftest import ROOT, Sandbox, Workers, drain, post_json, wait_until
+from tests.integration.conftest import ROOT, Captured, Sandbox, Workers, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,25 +51,6 @@ def published(post_ids: list[int]) -> bool:
 def fences(post_id: int) -> list[int]:
     with db.reading() as s:
         return list(s.execute(select(Attempt.fence).where(Attempt.post_id == post_id).order_by(Attempt.id)).scalars())
-
-
-class Captured:
-    """A plugin that records every alarm routed through ``herald_alarm``."""
-
-    def __init__(self) -> None:
-        self.events: list[AlarmEvent] = []
-
-    @hookimpl
-    def herald_alarm(self, alarm: AlarmEvent) -> None:
-        self.events.append(alarm)
-
-
-@pytest.fixture
-def captured() -> Iterator[Captured]:
-    plugin = Captured()
-    plugin_manager().register(plugin)
-    yield plugin
-    plugin_manager().unregister(plugin)
 
 
 def test_fifty_posts_survive_redis_losing_every_key(

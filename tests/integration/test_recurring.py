@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,6 @@ from sqlalchemy import select
 
 from core.config import Settings
 from core.domain.recurrence import RELEASE_LEAD, SlotOutcome, parse_rule
-from core.plugins.events import AlarmEvent
-from core.plugins.hookspecs import hookimpl
-from core.plugins.manager import plugin_manager
 from core.runtime.arming import job_id, release_job_id
 from core.runtime.clock import DatabaseClock, ManualClock
 from core.runtime.queue import post_queue
@@ -44,7 +40,7 @@ from core.store.models import Alarm, AlarmKind, Delivery, Post, ReleaseSlot
 from reconciler import releases
 from reconciler.releases import Release, ReleaseResult, release
 from reconciler.tick import repair
-from tests.integration.conftest import ROOT, Sandbox, Workers, drain, post_json, wait_until
+from tests.integration.conftest import ROOT, Captured, Sandbox, Workers, drain, post_json, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -73,25 +69,6 @@ def run_timer(schedule_id: int) -> None:
     assert job is not None
     queue.scheduled_job_registry.remove(job)
     queue.enqueue_job(job)
-
-
-class Captured:
-    """A plugin that records every alarm routed through ``herald_alarm``."""
-
-    def __init__(self) -> None:
-        self.events: list[AlarmEvent] = []
-
-    @hookimpl
-    def herald_alarm(self, alarm: AlarmEvent) -> None:
-        self.events.append(alarm)
-
-
-@pytest.fixture
-def captured() -> Iterator[Captured]:
-    plugin = Captured()
-    plugin_manager().register(plugin)
-    yield plugin
-    plugin_manager().unregister(plugin)
 
 
 def test_after_a_stop_from_monday_to_wednesday_tuesday_publishes_once_and_monday_is_skipped(
