@@ -28,6 +28,7 @@ the schedule's release (``reconciler.releases``), and the worker re-arms it afte
 
 from __future__ import annotations
 
+import calendar
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
@@ -36,8 +37,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 from rq import Queue
-from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.scripts import _build_hset_args, get_unique_schedule_script
 from sqlalchemy import Connection, select
 
 from core.config import settings
@@ -162,14 +164,16 @@ def arm(post_id: int, clock: Clock | None = None) -> datetime | None:
 
 def arm_entering(post_ids: Collection[int], clock: Clock | None = None) -> int:
     """Arm the posts whose slot has just entered the horizon (the reconciler's pass), at the
-    cost of one read of their rows and one atomic create-if-absent per post, instead of
-    :func:`arm`'s lock and look-ups: such a post holds no job yet. One that does, or whose
-    row asks for anything but a timer within the horizon, goes through :func:`arm`. Returns
-    how many were armed.
+    cost of one read of their rows and one round trip to Redis for them all, instead of
+    :func:`arm`'s lock and look-ups per post: such a post holds no job yet. One that does,
+    or whose row asks for anything but a timer within the horizon, goes through
+    :func:`arm`. Returns how many were armed.
 
-    A create racing a move of the same post is harmless: a move's :func:`arm` that comes
-    first makes the create find its job and re-arm through :func:`arm`; one that comes
-    after replaces the job with its own time.
+    The timers are made by rq's own create-if-absent (the Lua script of ``schedule_job(...,
+    unique=True)``), each atomic on its own, all sent in one pipeline. A create racing a
+    move of the same post is harmless: a move's :func:`arm` that comes first makes the
+    create find its job and re-arm through :func:`arm`; one that comes after replaces the
+    job with its own time.
     """
     if not post_ids:
         return 0
@@ -182,25 +186,45 @@ def arm_entering(post_ids: Collection[int], clock: Clock | None = None) -> int:
             times.setdefault(d.post_id, []).append((d.status, d.next_attempt_at))
     now = clock.now()
     horizon = now + timedelta(seconds=cfg.arming_horizon)
-    queue, armed = post_queue(), 0
+    armed = 0
+    timers: dict[int, datetime] = {}
     for post_id, row in rows.items():
         fields = {k: v for k, v in row._mapping.items() if k != "id"}
         timing = Timing(**fields, deliveries=tuple(times.get(post_id, ())))
         when = due_at(timing, now, cfg.grace_seconds)
         if when is None or when <= now or when > horizon or timing.lease_owner is not None:
             armed += arm(post_id, clock) is not None
-            continue
-        try:
+        else:
+            timers[post_id] = when
+    try:
+        held = _create_timers(post_queue(), timers)
+    except RedisError as exc:
+        log.warning("posts %s: could not arm their jobs (%s); the reconciler will", sorted(timers), exc)
+        return armed
+    for post_id in held:
+        armed += arm(post_id, clock) is not None
+    return armed + len(timers) - len(held)
+
+
+def _create_timers(queue: Queue, timers: dict[int, datetime]) -> list[int]:
+    """Create each post's job, scheduled for its instant, where it has none: rq's atomic
+    create-if-absent, one per post, all in one pipeline. Returns the posts that held a job
+    already (nothing of theirs was written)."""
+    if not timers:
+        return []
+    redis = queue.connection
+    script = get_unique_schedule_script(redis)  # type: ignore[no-untyped-call]
+    registry = queue.scheduled_job_registry.key
+    with redis.pipeline(transaction=False) as pipe:
+        for post_id, when in timers.items():
             job = queue.create_job(PUBLISH_FUNC, retry=None, **job_options(post_id))
             job.enqueue_at_front = True  # as :func:`_schedule` makes every timer
-            queue.schedule_job(job, when, unique=True)
-        except DuplicateJobError:
-            armed += arm(post_id, clock) is not None
-        except RedisError as exc:
-            log.warning("post %s: could not arm its job (%s); the reconciler will", post_id, exc)
-        else:
-            armed += 1
-    return armed
+            job._status = JobStatus.SCHEDULED  # as schedule_job(unique=True) does, before the hash is built
+            ttl = job.ttl if job.ttl is not None else -1
+            args = [job.id, ttl, calendar.timegm(when.utctimetuple()), queue.key, *_build_hset_args(job)]  # type: ignore[no-untyped-call]
+            script(keys=[job.key, registry, queue.redis_queues_keys], args=args, client=pipe)
+        created = pipe.execute()
+    return [post_id for post_id, made in zip(timers, created, strict=True) if made == 0]
 
 
 def _arm_job(post_id: int, when: datetime | None, now: datetime, abandoned: bool) -> datetime | None:
