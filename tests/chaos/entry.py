@@ -13,6 +13,12 @@
   on them (rq's scheduler, its child process included) read the shifted clock, while
   ``time.monotonic`` and the database's clock do not move. Every deadline herald keeps
   must still come out right (§2: one clock, the database's).
+* ``HERALD_CHAOS_RATE``: the rate (``COUNT/SECONDS``) the Mastodon and Bluesky adapters keep
+  to instead of their declared ones. Those are windows of hours (Mastodon 300 posts in 3 h,
+  Bluesky's points an hour and a day), which a full run's thousands of posts in minutes
+  would exhaust at once and then wait out for hours. Every worker of a run keeps this one
+  (``cluster.CHAOS_RATE``): a window of a run's time scale, which the retries and re-drives
+  after a fault still reach, so the pacer works under the faults too.
 """
 
 from __future__ import annotations
@@ -20,12 +26,17 @@ from __future__ import annotations
 import os
 import time
 
+from adapters.bluesky import Bluesky
 from adapters.mastodon import Mastodon
 from adapters.sandbox.adapters import SandboxNative
 from core.cli import main
+from core.plugins import Rate
 
 #: The adapters whose key window ``HERALD_CHAOS_NATIVE_KEY_TTL`` shortens.
 FORGETFUL = (SandboxNative, Mastodon)
+
+#: The adapters whose declared rates ``HERALD_CHAOS_RATE`` replaces.
+PACED = (Mastodon, Bluesky)
 
 
 def skew_clock(seconds: float) -> None:
@@ -43,6 +54,10 @@ if __name__ == "__main__":
     if ttl:
         for adapter in FORGETFUL:
             adapter.key_ttl = float(ttl)
+    rate = os.environ.get("HERALD_CHAOS_RATE")
+    if rate:
+        for paced in PACED:
+            paced.rates = (Rate.parse(rate),)
     skew = os.environ.get("HERALD_CHAOS_CLOCK_SKEW")
     if skew:
         skew_clock(float(skew))
