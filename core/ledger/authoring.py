@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from core.domain.errors import Conflict, NotFound
@@ -303,6 +304,29 @@ def bind_idempotency_key(s: Session, account_id: int, key: str, post_id: int) ->
         .where(IdempotencyKey.account_id == account_id, IdempotencyKey.key == key)
         .values(post_id=post_id)
     )
+
+
+def record_idempotency_keys(s: Session, keys: Sequence[tuple[int, str, dict[str, Any], int]], now: datetime) -> None:
+    """Keys taken by posts made at once (``herald import``): (account, key, request, post)
+    each. One INSERT; the unique (account, key) index refuses a key taken meanwhile, and
+    with it the whole transaction.
+
+    Raises:
+        Conflict: another create took one of the keys since it was checked.
+    """
+    if not keys:
+        return
+    rows = [
+        {"account_id": account_id, "key": key, "request": request, "post_id": post_id, "created_at": now}
+        for account_id, key, request, post_id in keys
+    ]
+    try:
+        s.execute(insert(cast(Table, IdempotencyKey.__table__)), rows)
+    except IntegrityError as exc:
+        raise Conflict(
+            "another import made some of these posts at the same moment; nothing was written: "
+            "run the import again with --dry-run to see which rows herald holds now"
+        ) from exc
 
 
 def post_for_edit(s: Session, post_id: int) -> Post:

@@ -9,6 +9,11 @@ bulk, from a CSV or JSON file (docs/imports.md; reading it is ``core.services.im
   ``core.services.slots.refuse_past``: the same refusals, the same limits), then written
   and armed.
 
+A scheduled row is made once, however often its file is imported: it takes an
+idempotency key of what it asks for (:func:`row_key`: the channels, the texts, the slot,
+the embargo, the approval), so a second import of it is refused, naming the post the
+first one made, as a published row herald already holds is.
+
 All or nothing: every row is checked, and every bad row is named (its number, the field,
 why); one bad row and nothing is written. A good file is written in one transaction, so a
 failure half-way leaves nothing behind either, then its scheduled posts are armed. A dry
@@ -21,13 +26,15 @@ in the past, the copy's URL, and a URL herald does not already hold for that cha
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -36,17 +43,18 @@ from core.domain.errors import UserError
 from core.domain.states import PostStatus
 from core.domain.timing import parse_instant, show
 from core.domain.timing import zone as named_zone
-from core.ledger.authoring import NewPost, insert_posts
+from core.ledger.authoring import NewPost, insert_posts, record_idempotency_keys
 from core.ledger.imports import ImportedPost, insert_imported
 from core.runtime.arming import arm
 from core.runtime.clock import Clock, DatabaseClock
 from core.services.content import checked_texts, live_channels, place
+from core.services.idempotency import request_of
 from core.services.import_file import Format, Row, RowProblem, read_import_file
 from core.services.posts import checked_content
 from core.services.slots import Slot, check_fold, parse_embargo, refuse_past
 from core.services.support import checked_platform_id, platform_url
 from core.store import db
-from core.store.models import Approval, Channel, Publication
+from core.store.models import Approval, Channel, IdempotencyKey, Publication
 
 #: Tells the caller how far a long import got: the step, and rows done out of all of them.
 Progress = Callable[[str, int, int], None]
@@ -110,6 +118,16 @@ class _Published:
 class _Scheduled:
     row: int
     post: NewPost
+    #: The row's idempotency key (:func:`row_key`) and the request it names.
+    key: str
+    request: dict[str, Any]
+
+
+def row_key(request: dict[str, Any]) -> str:
+    """A scheduled row's idempotency key: a digest of what it asks for (``request_of``), so
+    the same row in a file imported again names the same key, and the post made first."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "import:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def import_posts(
@@ -182,6 +200,8 @@ def _write(
         tell("writing", len(made), total)
     for new in _batches(scheduled):
         post_ids = insert_posts(s, [n.post for n in new], now)
+        keys = [(n.post.account_id, n.key, n.request, post_id) for n, post_id in zip(new, post_ids, strict=True)]
+        record_idempotency_keys(s, keys, now)
         made += [(n.row, post_id) for n, post_id in zip(new, post_ids, strict=True)]
         tell("writing", len(made), total)
     return made
@@ -198,6 +218,8 @@ class _Checker:
         self.scheduled: list[_Scheduled] = []
         #: (channel id, url) → the row that gave it first.
         self.urls: dict[tuple[int, str], int] = {}
+        #: (account id, idempotency key) → the scheduled row that gave it first, and its text's field.
+        self.keys: dict[tuple[int, str], tuple[int, str]] = {}
 
     def bad(self, row: Row, field: str, why: str) -> None:
         self.problems.append(RowProblem(row.number, field, why))
@@ -321,6 +343,19 @@ class _Checker:
         except UserError as exc:
             self.bad(row, "at", str(exc))
             return
+        request = request_of(
+            content,
+            at=slot.at,
+            zone=slot.zone,
+            not_before=embargo,
+            needs_approval=needs in _YES,
+            draft=False,
+        )
+        key = row_key(request)
+        first, _ = self.keys.setdefault((placed.account_id, key), (row.number, row.text_field))
+        if first != row.number:
+            self.bad(row, row.text_field, f"row {first} schedules the same post: each post is one row")
+            return
         post = NewPost(
             account_id=placed.account_id,
             channel_ids=placed.channel_ids,
@@ -332,7 +367,7 @@ class _Checker:
             own_parts=placed.deliveries,
             channel_texts=placed.channel_texts,
         )
-        self.scheduled.append(_Scheduled(row.number, post))
+        self.scheduled.append(_Scheduled(row.number, post, key, request))
 
     def _texts(self, row: Row) -> tuple[str, ...] | None:
         if not row.parts:
@@ -356,7 +391,8 @@ class _Checker:
 
     def check_recorded(self) -> None:
         """Refuse a published row whose copy herald holds already (a file imported twice,
-        or a post herald published itself): one read per batch of URLs."""
+        or a post herald published itself), and a scheduled row an earlier import made
+        (its idempotency key is taken): one read per batch of URLs, and of keys."""
         held: set[int] = set()
         for batch in _batches(sorted({url for _, url in self.urls})):
             for post_id, channel_id, url in self.s.execute(
@@ -369,3 +405,20 @@ class _Checker:
                 why = f"herald holds this copy already: post {post_id} (`herald post show {post_id}`)"
                 self.problems.append(RowProblem(row, "url", why))
         self.published = [p for p in self.published if p.row not in held]
+        for batch in _batches(sorted({key for _, key in self.keys})):
+            for account_id, key, made in self.s.execute(
+                select(IdempotencyKey.account_id, IdempotencyKey.key, IdempotencyKey.post_id).where(
+                    IdempotencyKey.key.in_(batch)
+                )
+            ):
+                found = self.keys.get((account_id, key))
+                if found is None:
+                    continue
+                row, field = found
+                held.add(row)
+                why = (
+                    f"herald scheduled this post already, from an earlier import: post {made} "
+                    f"(`herald post show {made}`); importing it again would send it twice"
+                )
+                self.problems.append(RowProblem(row, field, why))
+        self.scheduled = [p for p in self.scheduled if p.row not in held]

@@ -472,6 +472,54 @@ def test_a_row_is_refused_where_it_would_record_a_copy_twice(channels: dict[str,
     assert "row 2 records the same copy on n1" in why[4]  # the x1 copy of the same URL is another copy
 
 
+def test_scheduled_rows_imported_again_are_refused_naming_the_posts_the_first_import_made(
+    channels: dict[str, str], tmp_path: Path
+) -> None:
+    slot = now() + timedelta(days=2)
+    rows = [scheduled("Launch day", slot), scheduled("Launch day, part two", slot + timedelta(hours=1))]
+    first = import_posts(write_csv(tmp_path / "plan.csv", rows))
+    made = {r.row: r.post_id for r in first.posts}
+    before = count_posts()
+
+    # The same file again, and the same rows in a file with a new one.
+    again = import_posts(write_csv(tmp_path / "plan.csv", rows))
+    mixed = import_posts(write_csv(tmp_path / "more.csv", [scheduled("Something new", slot), *rows]))
+
+    assert problems_of(again) == [(2, "text"), (3, "text")] and not again.written
+    assert problems_of(mixed) == [(3, "text"), (4, "text")] and not mixed.written
+    why = {p.row: p.why for p in again.problems}
+    assert f"herald scheduled this post already, from an earlier import: post {made[2]}" in why[2]
+    assert f"post {made[3]}" in why[3]
+    assert count_posts() == before  # all or nothing: the new row of the mixed file waits too
+    # What differs in any field is another post: the same text an hour later imports.
+    later = import_posts(write_csv(tmp_path / "later.csv", [scheduled("Launch day", slot + timedelta(hours=2))]))
+    assert later.written and count_posts() == before + 1
+
+
+def test_a_second_import_that_raced_past_the_check_is_refused_by_the_key_and_writes_nothing(
+    channels: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [scheduled("Raced", now() + timedelta(days=2))]
+    assert import_posts(write_csv(tmp_path / "plan.csv", rows)).written
+    before = count_posts()
+    # As if both imports had checked before either wrote: only the unique key stands between.
+    monkeypatch.setattr("core.services.imports._Checker.check_recorded", lambda self: None)
+
+    with pytest.raises(Conflict, match="another import made some of these posts at the same moment"):
+        import_posts(write_csv(tmp_path / "plan.csv", rows))
+    assert count_posts() == before
+
+
+def test_the_same_scheduled_row_twice_in_one_file_is_refused(channels: dict[str, str], tmp_path: Path) -> None:
+    slot = now() + timedelta(days=2)
+    row = scheduled("Once is enough", slot)
+    report = import_posts(write_csv(tmp_path / "twice.csv", [row, scheduled("Another", slot), row]))
+
+    assert problems_of(report) == [(4, "text")]
+    assert "row 2 schedules the same post: each post is one row" in report.problems[0].why
+    assert count_posts() == 0
+
+
 def test_the_header_is_checked_before_any_row(channels: dict[str, str], tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "odd.csv", [{"status": "published", "channel": "n1", "txet": "typo"}], ["status", "channel", "txet"]
