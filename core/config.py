@@ -40,6 +40,16 @@ def check_tick_seconds(value: float, name: str) -> float:
     return value
 
 
+#: Jobs a worker runs at once on PostgreSQL unless ``HERALD_WORKER_JOBS`` says otherwise:
+#: on a 2-core machine against the sandbox (bench/throughput.py, bench/fanout.py) 3 gave
+#: 1.5× the publishes a second of one at a time; 4 gave a little more, but five-channel posts
+#: gained less than single-channel ones (docs/performance.md).
+WORKER_JOBS = 3
+
+#: Settings where 0 is a value of its own (no grace, no tolerance; the default worker jobs).
+ZERO_MEANS_DEFAULT = ("grace_seconds", "early_tolerance", "past_slot_tolerance", "worker_jobs")
+
+
 @dataclass(frozen=True)
 class Settings:
     #: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB``; SQLite file ``herald.db`` by default.
@@ -69,6 +79,12 @@ class Settings:
     readback_settle_seconds: float = 300.0
     #: Seconds past its slot after which an unpublished, unheld delivery raises an alarm.
     missed_after: float = 120.0
+    #: Jobs one worker process runs at once, each on a thread of its own: most of a
+    #: publish waits on the database and the platform, so one worker overlaps those waits
+    #: (``core.runtime.worker``). 1 runs them one after another on the worker's own thread.
+    #: 0 (the default): :data:`WORKER_JOBS` on PostgreSQL, 1 on SQLite, whose one writer at
+    #: a time makes jobs side by side wait on each other's commits.
+    worker_jobs: int = 0
     #: Attempts of one delivery before it fails with ``platform_unavailable``.
     max_attempts: int = 6
     #: First backoff delay in seconds; doubled on every attempt, with jitter.
@@ -96,7 +112,7 @@ class Settings:
         check_database_url(self.database_url)
         for f in fields(self):
             value = getattr(self, f.name)
-            may_be_zero = f.name in ("grace_seconds", "early_tolerance", "past_slot_tolerance") and value == 0
+            may_be_zero = f.name in ZERO_MEANS_DEFAULT and value == 0
             if isinstance(value, float | int) and not (math.isfinite(value) and value > 0) and not may_be_zero:
                 raise ConfigError(f"HERALD_{f.name.upper()}={value!r}: must be a positive number.")
         check_tick_seconds(self.tick_seconds, "HERALD_TICK_SECONDS")
@@ -121,6 +137,13 @@ class Settings:
             raise ConfigError(f"HERALD_LOG_FORMAT={self.log_format!r}: give {' or '.join(LOG_FORMATS)}.")
         if self.max_attempts < 1:
             raise ConfigError("HERALD_MAX_ATTEMPTS must be at least 1.")
+
+    @property
+    def jobs_at_once(self) -> int:
+        """How many jobs a worker runs at once (``worker_jobs``, or its default for the database)."""
+        if self.worker_jobs:
+            return self.worker_jobs
+        return 1 if self.database_url.startswith("sqlite") else WORKER_JOBS
 
     @property
     def home_path(self) -> Path:

@@ -97,7 +97,10 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         _sqlite_setup(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    # A worker's job threads hold one connection each (``holding``), and every channel of a
+    # post beyond its first writes its outcome on a connection of its own, at once: three
+    # five-channel posts at a time want 3 + 12 besides the main thread's and the heartbeat's.
+    return create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=20)
 
 
 _engines: dict[str, Engine] = {}
