@@ -13,7 +13,6 @@ from itertools import pairwise
 import pytest
 from sqlalchemy import select
 
-from core.config import WORKER_JOBS, Settings, from_env
 from core.runtime.queue import connection, post_queue
 from core.runtime.worker import HeraldWorker
 from core.services.posts import create_post
@@ -81,9 +80,3 @@ def test_a_stopped_worker_lets_its_jobs_in_flight_end_and_record_them_before_it_
         states = s.execute(select(DeliveryPart.state)).scalars().all()
     assert [str(state) for state in states] == ["published"] * 3
     assert len(platform.posts("native")) == 3
-
-
-def test_jobs_at_once_default_to_several_on_postgresql_and_one_on_sqlite(herald: Settings) -> None:
-    assert from_env({"HERALD_DATABASE_URL": "postgresql://u@h/db"}).jobs_at_once == WORKER_JOBS > 1
-    assert from_env({"HERALD_DATABASE_URL": "sqlite:///x.db"}).jobs_at_once == 1
-    assert from_env({"HERALD_DATABASE_URL": "sqlite:///x.db", "HERALD_WORKER_JOBS": "4"}).jobs_at_once == 4

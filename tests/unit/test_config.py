@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import Settings, from_env
+from core.config import WORKER_JOBS, Settings, from_env
 from core.domain.errors import ConfigError
 
 
@@ -199,3 +199,11 @@ def test_a_log_format_herald_does_not_write_is_refused_naming_both_it_writes(raw
     with pytest.raises(ConfigError, match=r"HERALD_LOG_FORMAT=.*: give text or json"):
         from_env({"HERALD_LOG_FORMAT": raw})
     assert from_env({"HERALD_LOG_FORMAT": "json"}).log_format == "json"
+
+
+def test_a_worker_runs_several_jobs_at_once_on_postgresql_and_one_on_sqlite_unless_told() -> None:
+    assert from_env({"HERALD_DATABASE_URL": "postgresql://u@h/db"}).jobs_at_once == WORKER_JOBS > 1
+    assert from_env({}).jobs_at_once == 1
+    assert from_env({"HERALD_WORKER_JOBS": "4"}).jobs_at_once == 4
+    with pytest.raises(ConfigError, match="HERALD_WORKER_JOBS"):
+        from_env({"HERALD_WORKER_JOBS": "-1"})
