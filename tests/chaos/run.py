@@ -214,30 +214,19 @@ def run_scenario(scenario: Scenario, *, seed: int, posts: int, rate: float, work
 def _create(
     channels: list[str], parts: list[str], media: list[AttachmentSpec], slot: float, history: History
 ) -> int | None:
+    """Create the planned post, trying again while a fault keeps the database away, as a
+    person's script would: with an idempotency key (its first part's text, which names the
+    run, the scenario and the post), so a create whose commit landed while its answer was
+    lost with the connection is answered with that post, never made twice – a second post
+    with the same text would make the oracle count each one's copy twice."""
     at = datetime.fromtimestamp(slot, UTC)
     for attempt in range(20):
         try:
-            return create_post(channels=channels, parts=parts, at=at, media=media)
+            return create_post(channels=channels, parts=parts, at=at, media=media, idempotency_key=parts[0])
         except Exception as exc:  # the database may be locked by a fault: a person would try again
             history.write("create_retry", attempt=attempt, error=repr(exc))
             time.sleep(0.5)
-            # ...after looking whether it was created after all: a commit can land while
-            # its answer is lost with the connection, and a second post with the same
-            # text would make the oracle count each one's copy twice.
-            created = _created(parts, at)
-            if created is not None:
-                history.write("create_landed", attempt=attempt, post_id=created)
-                return created
     return None
-
-
-def _created(parts: list[str], at: datetime) -> int | None:
-    try:
-        with db.reading() as s:
-            rows = s.execute(select(Post.id, Post.parts).where(Post.scheduled_at == at)).all()
-    except Exception:  # still unreachable: try the create again
-        return None
-    return next((post_id for post_id, stored in rows if [p["text"] for p in stored] == parts), None)
 
 
 def _wait_for_sweep(after: datetime, timeout: float = SETTLE_TIMEOUT) -> bool:
