@@ -46,8 +46,8 @@ def check_tick_seconds(value: float, name: str) -> float:
 #: gained less than single-channel ones (docs/performance.md).
 WORKER_JOBS = 3
 
-#: Settings where 0 is a value of its own (no grace, no tolerance; the default worker jobs).
-ZERO_MEANS_DEFAULT = ("grace_seconds", "early_tolerance", "past_slot_tolerance", "worker_jobs")
+#: Settings 0 is allowed for: no grace, no tolerance, and worker jobs by the database (``jobs_at_once``).
+MAY_BE_ZERO = ("grace_seconds", "early_tolerance", "past_slot_tolerance", "worker_jobs")
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class Settings:
         check_database_url(self.database_url)
         for f in fields(self):
             value = getattr(self, f.name)
-            may_be_zero = f.name in ZERO_MEANS_DEFAULT and value == 0
+            may_be_zero = f.name in MAY_BE_ZERO and value == 0
             if isinstance(value, float | int) and not (math.isfinite(value) and value > 0) and not may_be_zero:
                 raise ConfigError(f"HERALD_{f.name.upper()}={value!r}: must be a positive number.")
         check_tick_seconds(self.tick_seconds, "HERALD_TICK_SECONDS")
