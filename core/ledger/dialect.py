@@ -6,12 +6,14 @@ runs a few compound steps:
 
 * the claim's compare-and-set with the joined read of the post's deliveries and parts;
 * the claim's writes for every admitted delivery (key and ``sending``, the attempt row);
-* a delivery's last part confirmed: the fenced writes and the publication row;
+* a delivery's last part confirmed: the fenced writes, the publication row and the post's
+  summary;
 * the :class:`Writer` a transaction's statements go through.
 
 PostgreSQL (``core.ledger.postgresql``) joins each step into one statement and sends a
 transaction's statements without waiting for each answer; SQLite (``core.ledger.sqlite``),
-in the same process and with no data-modifying ``WITH``, runs them one by one.
+in the same process and with no data-modifying ``WITH``, runs them one by one. Both store
+a summary with the same statement, ``core.ledger.statements.STORE_SUMMARY``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.sql import Executable
+
+from core.domain.states import PostStatus
 
 Values = dict[str, Any]
 
@@ -51,10 +55,6 @@ class Writer(Protocol):
         ...
 
 
-class Answer(Protocol):
-    def one(self) -> Any: ...
-
-
 @dataclass(frozen=True)
 class Claimed:
     """What the compare-and-set returned of the post, and the joined rows of its deliveries.
@@ -71,11 +71,13 @@ class Claimed:
 @dataclass(frozen=True)
 class Landed:
     """What a last part's writes did: whether the fence matched, the delivery moved from
-    ``sending`` to ``published``, and a new publication row was inserted."""
+    ``sending`` to ``published``, and a new publication row was inserted; and the post's
+    summary, stored when the delivery moved."""
 
     fenced: bool
     moved: bool
     recorded: bool
+    status: PostStatus | None
 
 
 class Dialect(Protocol):
@@ -97,11 +99,15 @@ class Dialect(Protocol):
         delivery ``sending`` with its attempt count, and the attempt's row."""
         ...
 
-    def last_part_landed(self, writer: Writer, values: Values) -> Answer:
-        """A delivery's last part confirmed, fenced; ``.one()`` gives its :class:`Landed`.
+    def last_part_landed(self, conn: Connection, values: Values) -> Landed:
+        """A delivery's last part confirmed (inside ``core.store.db.writing``).
 
-        The answer may be read after later statements were sent (PostgreSQL sends them in
-        one round trip); every write is gated on the fence having matched.
+        When the fence matches and the delivery moves from ``sending`` to ``published``:
+        the part, its attempt closed, the delivery, the publication row (unless one is
+        there) and the post's summary, with the lease given back once nothing is sending.
+        Otherwise nothing is written but the fence's renewal of the lease. PostgreSQL
+        commits it all in one round trip, so the post's row lock is held for no answer
+        sent back to the process.
         """
         ...
 

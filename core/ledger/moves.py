@@ -4,7 +4,6 @@ state, an attempt closed, and the post's summary stored with the lease given bac
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -12,10 +11,8 @@ from sqlalchemy import Connection, select, update
 from sqlalchemy.orm import Session
 
 from core.domain.errors import FencedOut
-from core.domain.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition, summarize
+from core.domain.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, check_transition
 from core.ledger import statements as sql
-from core.ledger.dialect import Writer
-from core.ledger.sqlite import Direct
 from core.store.models import Delivery
 
 log = logging.getLogger(__name__)
@@ -27,32 +24,19 @@ def fenced_out(post_id: int, fence: int) -> FencedOut:
 
 
 def finish(conn: Connection, post_id: int, now: datetime) -> PostStatus:
-    """Store the post's summary status, and give the lease back once nothing is sending."""
-    return store_summary(Direct(conn), post_id, delivery_states(conn, post_id), now)
+    """Store the post's summary status, and give the lease back once nothing is sending.
 
-
-def store_summary(writer: Writer, post_id: int, states: list[DeliveryState], now: datetime) -> PostStatus:
-    """The post's summary from ``states``, and the lease given back when none is sending.
-
-    The release is decided inside the write that may be the claim's last, from the rows
-    themselves, read after the fence's row lock: a delivery whose result is still waiting
-    for its own commit is ``sending``, so no other delivery's commit can release the lease
-    from under it.
+    One statement decides both from the rows themselves (``statements.STORE_SUMMARY``),
+    read after the fence's row lock: a delivery whose result is still waiting for its own
+    commit is ``sending``, so no other delivery's commit can release the lease from under it.
     """
-    release = all(state.status is not DeliveryStatus.SENDING for state in states)
-    status = summarize(states, claimed=True)
-    values = {"b_post": post_id, "b_status": status, "b_now": now}
-    writer.send(sql.POST_STATUS_RELEASED if release else sql.POST_STATUS, values)
+    status: PostStatus = conn.execute(sql.STORE_SUMMARY, {"b_post": post_id, "b_now": now}).scalar_one()
     return status
 
 
 def delivery_states(s: Session | Connection, post_id: int) -> list[DeliveryState]:
     """Every delivery's status and published parts, for :func:`summarize`, in one query."""
-    return states_of(s.execute(sql.DELIVERY_STATES, {"b_post": post_id}))
-
-
-def states_of(rows: Iterable[Any]) -> list[DeliveryState]:
-    return [DeliveryState(row.status, row.published) for row in rows]
+    return [DeliveryState(row.status, row.published) for row in s.execute(sql.DELIVERY_STATES, {"b_post": post_id})]
 
 
 def delivery_state(delivery: Delivery) -> DeliveryState:

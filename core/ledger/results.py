@@ -26,7 +26,7 @@ from core.ledger import dialect as dialects
 from core.ledger import statements as sql
 from core.ledger.channels import set_connected
 from core.ledger.claim import Claim, DeliveryPlan
-from core.ledger.moves import end_attempt, fenced_out, finish, part_state, set_status, states_of, store_summary
+from core.ledger.moves import end_attempt, fenced_out, finish, part_state, set_status
 from core.plugins.adapter import Published
 from core.store import db
 from core.store.models import Delivery, Publication
@@ -107,7 +107,15 @@ def part_published(
         "b_first_url": (first or result).url,
     }
     with db.writing() as conn:
-        return _delivery_published(conn, claim, plan, values)
+        landed = dialects.of(conn).last_part_landed(conn, values)
+    if not landed.fenced:
+        raise fenced_out(claim.post_id, claim.fence)
+    if not landed.moved:
+        return _published_checked(claim, plan, values, lease)
+    if not landed.recorded:
+        _kept_first_publication(claim.post_id, plan.channel_id)
+    assert landed.status is not None, "a dialect stores the summary with the moved delivery"
+    return landed.status
 
 
 def _next_part_sending(claim: Claim, plan: DeliveryPlan, part_idx: int, values: dict[str, Any]) -> None:
@@ -122,44 +130,27 @@ def _next_part_sending(claim: Claim, plan: DeliveryPlan, part_idx: int, values: 
         conn.execute(sql.ATTEMPT, {**values, "b_idx": nxt.idx, "b_worker": claim.worker, "b_action": "send"})
 
 
-def _delivery_published(conn: Connection, claim: Claim, plan: DeliveryPlan, values: dict[str, Any]) -> PostStatus:
-    """A delivery's last part confirmed: the fenced writes, the publication row, and the
-    post's summary, in two round trips on PostgreSQL.
-
-    The summary is read in the same round trip as the writes – as its own statement, so it
-    sees every delivery as committed once the fence's row lock was taken.
-    """
-    dialect = dialects.of(conn)
-    with dialect.writer(conn) as writer:
-        answer = dialect.last_part_landed(writer, values)
-        states = states_of(writer.rows(sql.DELIVERY_STATES, {"b_post": claim.post_id}))
-        landed = answer.one()
-        if not landed.fenced:
-            raise fenced_out(claim.post_id, claim.fence)
-        if landed.moved and landed.recorded:
-            status = store_summary(writer, claim.post_id, states, values["b_now"])
-            writer.commit()
-            return status
-        writer.leave()  # the row had moved on, or a publication was there: the checked paths
-    if not landed.moved:
-        _moved_to_published(conn, plan.delivery_id, values["b_now"], values["b_seen"])
-    if not landed.recorded:
-        _kept_first_publication(claim.post_id, plan.channel_id)
-    return finish(conn, claim.post_id, values["b_now"])
-
-
-def _moved_to_published(conn: Connection, delivery_id: int, now: datetime, seen: datetime | None) -> None:
-    """The delivery was not ``sending`` any more: the checked path refuses an illegal move."""
-    set_status(
-        conn,
-        delivery_id,
-        DeliveryStatus.SENDING,
-        DeliveryStatus.PUBLISHED,
-        None,
-        detail=None,
-        confirmed_at=now,
-        first_seen_at=func.coalesce(Delivery.first_seen_at, seen),
-    )
+def _published_checked(claim: Claim, plan: DeliveryPlan, values: dict[str, Any], lease: float) -> PostStatus:
+    """A last part confirmed for a delivery that was no longer ``sending``: the same writes,
+    with the delivery's move checked (§3), which refuses an illegal one (and then nothing
+    is recorded)."""
+    now = values["b_now"]
+    with fenced(claim.post_id, claim.fence, now, lease) as conn:
+        conn.execute(sql.PART_PUBLISHED, values)
+        conn.execute(sql.END_ATTEMPT, values)
+        set_status(
+            conn,
+            plan.delivery_id,
+            DeliveryStatus.SENDING,
+            DeliveryStatus.PUBLISHED,
+            None,
+            detail=None,
+            confirmed_at=now,
+            first_seen_at=func.coalesce(Delivery.first_seen_at, values["b_seen"]),
+        )
+        if dialects.of(conn).insert_publication(conn, values) is None:
+            _kept_first_publication(claim.post_id, plan.channel_id)
+        return finish(conn, claim.post_id, now)
 
 
 @db.once_more_if_disconnected

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import Executable
 
 from core.ledger import statements as sql
-from core.ledger.dialect import Answer, Claimed, Landed, Values, Writer
+from core.ledger.dialect import Claimed, Landed, Values, Writer
 
 
 class Direct:
@@ -38,14 +38,6 @@ class Direct:
 
     def leave(self) -> None:
         """Nothing to leave."""
-
-
-class _Now:
-    def __init__(self, value: Landed) -> None:
-        self._value = value
-
-    def one(self) -> Landed:
-        return self._value
 
 
 _PUBLICATION = (
@@ -77,14 +69,16 @@ class SQLite:
         writer.send(sql.DELIVERY_SENDING, rows)
         writer.send(sql.ATTEMPT, rows)
 
-    def last_part_landed(self, writer: Writer, values: Values) -> Answer:
-        if not writer.send(sql.FENCE, values).rowcount:
-            return _Now(Landed(fenced=False, moved=False, recorded=False))
-        writer.send(sql.PART_PUBLISHED, values)
-        writer.send(sql.END_ATTEMPT, values)
-        moved = bool(writer.send(sql.DELIVERY_PUBLISHED, values).rowcount)
-        recorded = writer.send(_PUBLICATION, values).scalar() is not None
-        return _Now(Landed(fenced=True, moved=moved, recorded=recorded))
+    def last_part_landed(self, conn: Connection, values: Values) -> Landed:
+        if not conn.execute(sql.FENCE, values).rowcount:
+            return Landed(fenced=False, moved=False, recorded=False, status=None)
+        if not conn.execute(sql.DELIVERY_PUBLISHED, values).rowcount:
+            return Landed(fenced=True, moved=False, recorded=False, status=None)
+        conn.execute(sql.PART_PUBLISHED, values)
+        conn.execute(sql.END_ATTEMPT, values)
+        recorded = self.insert_publication(conn, values) is not None
+        status = conn.execute(sql.STORE_SUMMARY, values).scalar_one()
+        return Landed(fenced=True, moved=True, recorded=recorded, status=status)
 
     def insert_publication(self, conn: Connection, values: Values) -> int | None:
         new_id: int | None = conn.execute(_PUBLICATION, values).scalar()

@@ -11,11 +11,27 @@ for the SET clause of an UPDATE.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import cast
 
-from sqlalchemy import Table, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Exists,
+    Table,
+    bindparam,
+    case,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
 
-from core.domain.states import DeliveryStatus, PartState, PostStatus
+from core.domain.states import ACTIVE_DELIVERY, DeliveryStatus, PartState, PostStatus
 from core.store.models import Account, Attempt, Channel, Delivery, DeliveryPart, Post, Publication, Switch
 
 GLOBAL_STOP = "emergency_stop"
@@ -284,12 +300,60 @@ DELIVERY_STATES = (
     .group_by(deliveries.c.id, deliveries.c.status)
 )
 
-#: The post's summary while a delivery is still sending: b_post, b_status, b_now.
+#: The post's summary, as the claim stores it: b_post, b_status, b_now.
 POST_STATUS = (
     update(posts)
     .where(posts.c.id == bindparam("b_post"))
     .values(status=bindparam("b_status"), updated_at=bindparam("b_now"))
 )
 
-#: The post's summary, with the lease given back: b_post, b_status, b_now.
-POST_STATUS_RELEASED = POST_STATUS.values(lease_owner=None, lease_expires_at=None)
+
+def _a_delivery(*where: ColumnElement[bool]) -> Exists:
+    """Whether the post being updated has a delivery matching ``where``."""
+    return exists().where(deliveries.c.post_id == posts.c.id, *where)
+
+
+def _status_in(statuses: Iterable[DeliveryStatus]) -> ColumnElement[bool]:
+    return or_(*(deliveries.c.status == s for s in sorted(statuses)))  # no expanding IN: see pipeline
+
+
+def _post_status(status: PostStatus) -> ColumnElement[PostStatus]:
+    return literal(status, posts.c.status.type)
+
+
+_A_PART_PUBLISHED = exists().where(
+    parts.c.delivery_id == deliveries.c.id, deliveries.c.post_id == posts.c.id, parts.c.state == PartState.PUBLISHED
+)
+_SENDING = _a_delivery(deliveries.c.status == DeliveryStatus.SENDING)
+
+#: ``core.domain.states.summarize`` of a claimed post's deliveries, rule for rule, in SQL;
+#: tests/integration/test_ledger_contract.py holds the two to the same answers.
+SUMMARY = case(
+    (_a_delivery(_status_in(ACTIVE_DELIVERY)), _post_status(PostStatus.PUBLISHING)),
+    (_a_delivery(deliveries.c.status == DeliveryStatus.HELD), _post_status(PostStatus.HELD)),
+    (
+        _a_delivery() & ~_a_delivery(deliveries.c.status != DeliveryStatus.PUBLISHED),
+        _post_status(PostStatus.PUBLISHED),
+    ),
+    (
+        _a_delivery(deliveries.c.status == DeliveryStatus.PUBLISHED) | _A_PART_PUBLISHED,
+        _post_status(PostStatus.PARTIALLY_PUBLISHED),
+    ),
+    (~_a_delivery(deliveries.c.status != DeliveryStatus.CANCELLED), _post_status(PostStatus.CANCELLED)),
+    else_=_post_status(PostStatus.FAILED),
+)
+
+#: The post's summary decided and stored by the database in one statement, from the
+#: deliveries as they are when it runs, and the lease given back once none is sending;
+#: returns the status: b_post, b_now.
+STORE_SUMMARY = (
+    update(posts)
+    .where(posts.c.id == bindparam("b_post"))
+    .values(
+        status=SUMMARY,
+        updated_at=bindparam("b_now"),
+        lease_owner=case((_SENDING, posts.c.lease_owner), else_=null()),
+        lease_expires_at=case((_SENDING, posts.c.lease_expires_at), else_=null()),
+    )
+    .returning(posts.c.status)
+)

@@ -9,7 +9,9 @@ lease never given back – while SQLite cancelled it).
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,9 +22,10 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from core import config, ledger
 from core.config import Settings
-from core.domain.errors import FencedOut
-from core.domain.states import DeliveryStatus, PartState, PostStatus, Reason
+from core.domain.errors import Conflict, FencedOut
+from core.domain.states import DeliveryState, DeliveryStatus, PartState, PostStatus, Reason, summarize
 from core.ledger import claim as claiming
+from core.ledger import moves
 from core.plugins.adapter import Published
 from core.runtime import job
 from core.runtime.clock import ManualClock
@@ -372,3 +375,122 @@ def test_a_lost_claim_answer_leaves_a_part_that_was_already_in_doubt_in_doubt(
     with db.reading() as s:
         attempts = s.execute(select(Attempt.worker, Attempt.outcome, Attempt.action).order_by(Attempt.id)).all()
     assert attempts == [("w0", None, "send"), ("w1", "not_sent", "recover"), ("w1", None, "recover")]
+
+
+def _combinations() -> list[tuple[tuple[DeliveryStatus, bool], ...]]:
+    """Every post of up to two deliveries, each any status with or without a published
+    part, and every three-delivery post of statuses alone: what a summary is decided from."""
+    kinds = [(status, published) for status in DeliveryStatus for published in (False, True)]
+    posts: list[tuple[tuple[DeliveryStatus, bool], ...]] = [()]
+    posts += [(k,) for k in kinds]
+    posts += list(itertools.combinations_with_replacement(kinds, 2))
+    posts += [tuple((s, False) for s in c) for c in itertools.combinations_with_replacement(DeliveryStatus, 3)]
+    return posts
+
+
+def test_the_stored_summary_is_summarize_of_the_deliveries_rule_for_rule(store: str) -> None:
+    # The database decides a claimed post's summary and the lease's release in one
+    # statement (statements.STORE_SUMMARY); core.domain.states.summarize is the rule.
+    combinations = _combinations()
+    with db.transaction() as s:
+        account = Account(name="default", created_at=SLOT)
+        s.add(account)
+        s.flush()
+        channels = [
+            Channel(name=f"c{i}", platform="sandbox-native", settings={}, account_id=account.id, created_at=SLOT)
+            for i in range(3)
+        ]
+        s.add_all(channels)
+        s.flush()
+        post_ids = []
+        for combination in combinations:
+            post = ledger.insert_post(
+                s,
+                account_id=account.id,
+                channel_ids=[c.id for c in channels[: len(combination)]],
+                parts=[{"text": "x", "media": []}],
+                scheduled_at=SLOT,
+                zone="UTC",
+                not_before=None,
+                approval=Approval.NOT_REQUIRED,
+                now=SLOT,
+            )
+            post.fence, post.lease_owner, post.lease_expires_at = 1, "w1", SLOT
+            post_ids.append(post.id)
+            s.flush()
+            found = s.execute(select(Delivery).where(Delivery.post_id == post.id).order_by(Delivery.id)).scalars()
+            for delivery, (status, published) in zip(found, combination, strict=True):
+                delivery.status = status
+                delivery.parts[0].state = PartState.PUBLISHED if published else PartState.UNSENT
+
+    with db.writing() as conn:
+        stored = [moves.finish(conn, post_id, SLOT) for post_id in post_ids]
+
+    for post_id, combination, status in zip(post_ids, combinations, stored, strict=True):
+        states = [DeliveryState(s, int(published)) for s, published in combination]
+        expected = summarize(states, claimed=True)
+        post = row(post_id)
+        assert (status, post.status) == (expected, expected), combination
+        sending = any(s is DeliveryStatus.SENDING for s, _ in combination)
+        assert (post.lease_owner == "w1") is sending, combination
+        assert (post.lease_expires_at is not None) is sending, combination
+    assert set(stored) == set(PostStatus) - {PostStatus.DRAFT, PostStatus.SCHEDULED}  # every one a claim can leave
+
+
+def test_the_last_of_a_posts_deliveries_landing_at_once_gives_the_lease_back(store: str) -> None:
+    # Five channels' results commit side by side, over and over: whichever commits last
+    # sees every other delivery published and gives the lease back; none before it does.
+    for _ in range(10):
+        post_id = make_post(channels=5)
+        got = claim(post_id, SLOT)
+        assert got is not None and len(got.plans) == 5
+        start = threading.Barrier(5)
+        statuses: list[PostStatus | None] = []
+        threads = [threading.Thread(target=_land, args=(got, plan, start, statuses)) for plan in got.plans]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert sorted(statuses) == [PostStatus.PUBLISHED] + [PostStatus.PUBLISHING] * 4
+        post = row(post_id)
+        assert (post.status, post.lease_owner, post.lease_expires_at) == (PostStatus.PUBLISHED, None, None)
+        with db.transaction() as s:  # the next round's post makes its own account and channels
+            for table in ("publications", "attempts", "delivery_parts", "deliveries", "posts", "channels", "accounts"):
+                s.execute(text(f"DELETE FROM {table}"))
+
+
+def _land(claim: ledger.Claim, plan: ledger.DeliveryPlan, start: threading.Barrier, statuses: list[Any]) -> None:
+    start.wait()
+    result = Published(f"p{plan.delivery_id}", "u")
+    statuses.append(ledger.part_published(claim, plan.delivery_id, 0, result, SLOT, LEASE))
+
+
+@pytest.mark.parametrize(
+    ("meanwhile", "published"),
+    [(DeliveryStatus.HELD, True), (DeliveryStatus.CANCELLED, False)],
+)
+def test_a_last_part_for_a_delivery_no_longer_sending_takes_the_checked_move(
+    store: str, meanwhile: DeliveryStatus, published: bool
+) -> None:
+    post_id = make_post()
+    got = claim(post_id, SLOT)
+    assert got is not None
+    with db.transaction() as s:  # moved while its call was out (as the table allows a person)
+        s.execute(text(f"UPDATE deliveries SET status = '{meanwhile}', reason = 'ambiguous_outcome'"))
+    landed = Published("p1", "u/p1")
+
+    if published:
+        status = ledger.part_published(got, got.plans[0].delivery_id, 0, landed, SLOT, LEASE)
+        assert status is PostStatus.PUBLISHED
+    else:
+        with pytest.raises(Conflict, match="cannot go from cancelled to published"):
+            ledger.part_published(got, got.plans[0].delivery_id, 0, landed, SLOT, LEASE)
+
+    (delivery,) = deliveries(post_id)
+    assert delivery.status is (DeliveryStatus.PUBLISHED if published else meanwhile)
+    assert parts(post_id)[0][0] is (PartState.PUBLISHED if published else PartState.SENDING)
+    with db.reading() as s:
+        assert len(s.execute(select(Publication)).all()) == int(published)
+    if published:
+        assert (row(post_id).status, row(post_id).lease_owner) == (PostStatus.PUBLISHED, None)
