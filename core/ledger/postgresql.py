@@ -2,8 +2,8 @@
 
 Each statement is work for a PostgreSQL server and each answer waited for is a round
 trip. Here the same statements as SQLite's (``core.ledger.statements``) are joined by
-``WITH``: the claim's compare-and-set with its read, the claim's three writes per
-delivery, and a last part's four fenced writes with the publication row. Sub-statements
+``WITH``: the claim's three writes per delivery, and a last part's four fenced writes
+with the publication row. Sub-statements
 share one snapshot; every write behind a fence is gated on the fence update having
 matched, so a fenced-out write changes nothing (and is rolled back). The writer is a
 :class:`~core.ledger.pipeline.Pipeline`, which sends a transaction's statements without
@@ -29,23 +29,12 @@ from core.ledger import statements as sql
 from core.ledger.dialect import Claimed, Landed, Values, Writer
 from core.ledger.pipeline import Pipeline
 
-_claimed = sql.CAS.returning(sql.posts.c.id, *sql.CLAIMED_COLUMNS).cte("claimed")
-
-#: The compare-and-set and every delivery's rows at once: one row per part, and one row
-#: with no delivery columns when the post has no delivery with parts (a LEFT JOIN, so a
-#: claim never goes unseen): as CLAIM, with the post's columns prefixed ``post_``.
-CLAIM_ROWS = (
-    select(*(_claimed.c[c.key].label(f"post_{c.key}") for c in sql.CLAIMED_COLUMNS), *sql.DELIVERY_COLUMNS)
-    .select_from(
-        _claimed.join(sql.accounts, sql.accounts.c.id == _claimed.c.account_id).outerjoin(
-            sql.deliveries.join(sql.channels, sql.channels.c.id == sql.deliveries.c.channel_id).join(
-                sql.parts, sql.parts.c.delivery_id == sql.deliveries.c.id
-            ),
-            sql.deliveries.c.post_id == _claimed.c.id,
-        )
-    )
-    .order_by(sql.deliveries.c.id, sql.parts.c.idx)
-)
+#: The compare-and-set, returning the post's columns (as CLAIM). The post's deliveries
+#: and parts are read by the next statement (DELIVERY_ROWS), sent with it: a statement's
+#: reads see the rows as they were when it began, and this one may first wait for the
+#: post's row lock – held by a claim that, once it commits, has changed those very rows
+#: (a part it set ``sending`` would read as ``unsent``, and be sent a second time).
+CLAIMED = select(sql.CAS.returning(*sql.CLAIMED_COLUMNS).cte("claimed"))
 
 #: PART_SENDING (when b_fresh), DELIVERY_SENDING and ATTEMPT, per admitted delivery.
 PREPARE = sql.ATTEMPT.add_cte(
@@ -108,11 +97,12 @@ class PostgreSQL:
         pipeline.leave()
 
     def claim(self, writer: Writer, cas: Values) -> Claimed | None:
-        rows = writer.rows(CLAIM_ROWS, cas)  # with BEGIN: one round trip
-        if not rows:
+        claimed = writer.send(CLAIMED, cas)
+        rows = writer.send(sql.DELIVERY_ROWS, {"b_post": cas["b_post"]})
+        post = claimed.all()  # with BEGIN and the read: one round trip
+        if not post:
             return None
-        post = {c.key: getattr(rows[0], f"post_{c.key}") for c in sql.CLAIMED_COLUMNS}
-        return Claimed(post, [r for r in rows if r.id is not None])
+        return Claimed(post[0]._asdict(), rows.all())
 
     def prepare(self, writer: Writer, rows: list[Values]) -> None:
         writer.send(PREPARE, rows)

@@ -494,3 +494,53 @@ def test_a_last_part_for_a_delivery_no_longer_sending_takes_the_checked_move(
         assert len(s.execute(select(Publication)).all()) == int(published)
     if published:
         assert (row(post_id).status, row(post_id).lease_owner) == (PostStatus.PUBLISHED, None)
+
+
+def test_a_claim_that_waited_for_an_earlier_claims_commit_reads_what_it_committed(store: str) -> None:
+    # A claim whose worker stopped before its commit (SIGSTOP, a pause) holds the post's
+    # row; a later claim waits for it, and once that commit lands with the part sending
+    # and its lease already stale, the later claim takes the post: it must see the part
+    # in doubt, never as an unsent part to send a second time.
+    post_id = make_post()
+    engine = db.engine_for(config.settings().database_url)
+    with engine.connect() as held:  # on SQLite, herald's engine begins it IMMEDIATE: the write lock
+        held.execute(
+            text(
+                "UPDATE posts SET fence = 1, status = 'publishing', lease_owner = 'w0', lease_expires_at = :expires "
+                "WHERE id = :post"
+            ),
+            {"post": post_id, "expires": SLOT + timedelta(seconds=LEASE)},
+        )
+        held.execute(
+            text("UPDATE delivery_parts SET state = 'sending', key = 'k0', attempt_started_at = :at"), {"at": SLOT}
+        )
+        held.execute(text("UPDATE deliveries SET status = 'sending', attempts = 1"))
+        later: list[ledger.Claim | None] = []
+        waiting = threading.Thread(
+            target=lambda: later.append(claim(post_id, SLOT + timedelta(seconds=LEASE + GRACE + 1), worker="w1"))
+        )
+        waiting.start()
+        _until_a_claim_waits(store)
+        held.commit()
+    waiting.join()
+
+    (got,) = later
+    assert got is not None and got.fence == 2
+    (plan,) = got.plans
+    assert plan.in_doubt
+    assert plan.attempts == 2
+
+
+def _until_a_claim_waits(store: str) -> None:
+    """Return once another session waits for a lock (PostgreSQL), or at once: on SQLite
+    the held write transaction makes the claim wait whenever it begins."""
+    if store != "postgresql":
+        return
+    with db.reading() as s:
+        for _ in range(500):
+            waits = s.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).scalar()
+            if waits:
+                return
+            s.rollback()
+            threading.Event().wait(0.01)
+    raise AssertionError("the later claim never waited for the held row")
