@@ -16,7 +16,7 @@ ANALYSIS = Path(__file__).with_name("analysis.md")
 #: How a backend's statements per publish are counted.
 _BATCHED = {
     "sqlite": "BEGINs included",
-    "postgresql": "BEGIN and COMMIT are sent with them: 4 round trips to the server",
+    "postgresql": "BEGIN and COMMIT are sent with them: 3 round trips, the claim's two and the result's one",
 }
 
 

@@ -4,14 +4,14 @@ The ledger's rules (what a claim admits, what a result records, when the lease i
 back) are written once, over a :class:`Dialect`. A dialect only says how its database
 runs a few compound steps:
 
-* the claim's compare-and-set with the joined read of the post's deliveries and parts;
+* the claim's compare-and-set, and the read of the post's deliveries and parts after it;
 * the claim's writes for every admitted delivery (key and ``sending``, the attempt row);
 * a delivery's last part confirmed: the fenced writes, the publication row and the post's
   summary;
 * the :class:`Writer` a transaction's statements go through.
 
-PostgreSQL (``core.ledger.postgresql``) joins each step into one statement and sends a
-transaction's statements without waiting for each answer; SQLite (``core.ledger.sqlite``),
+PostgreSQL (``core.ledger.postgresql``) joins a step's writes into one statement and sends
+a transaction's statements without waiting for each answer; SQLite (``core.ledger.sqlite``),
 in the same process and with no data-modifying ``WITH``, runs them one by one. Both store
 a summary with the same statement, ``core.ledger.statements.STORE_SUMMARY``.
 """

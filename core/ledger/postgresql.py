@@ -3,9 +3,10 @@
 Each statement is work for a PostgreSQL server and each answer waited for is a round
 trip. Here the same statements as SQLite's (``core.ledger.statements``) are joined by
 ``WITH``: the claim's three writes per delivery, and a last part's four fenced writes
-with the publication row. Sub-statements
-share one snapshot; every write behind a fence is gated on the fence update having
-matched, so a fenced-out write changes nothing (and is rolled back). The writer is a
+with the publication row. Sub-statements share one snapshot; every write behind a fence
+is gated on the fence update having matched, so a fenced-out write changes nothing (and
+is rolled back). A read that must see what a lock it waited for protected is a statement
+of its own: the claim's read of the deliveries, and a result's summary. The writer is a
 :class:`~core.ledger.pipeline.Pipeline`, which sends a transaction's statements without
 waiting: a claim costs two round trips, a delivery's last part one, with the post's
 summary decided by the server (``statements.STORE_SUMMARY``). A post's deliveries take
