@@ -439,7 +439,8 @@ def test_the_stored_summary_is_summarize_of_the_deliveries_rule_for_rule(store: 
 
 def test_the_last_of_a_posts_deliveries_landing_at_once_gives_the_lease_back(store: str) -> None:
     # Five channels' results commit side by side, over and over: whichever commits last
-    # sees every other delivery published and gives the lease back; none before it does.
+    # sees every other delivery published, answers ``published`` and gives the lease
+    # back; each one before it answers ``publishing``.
     for _ in range(10):
         post_id = make_post(channels=5)
         got = claim(post_id, SLOT)
