@@ -153,9 +153,7 @@ def call_alone(sandbox_url: str, calls: int) -> float:
 
 def run(backend: str, posts: int, rounds: int) -> dict[str, Any]:
     with stack(backend, "cpu-budget") as running:
-        channels = running.channels(fanout.WIDTH)
-        wide = [channels] * posts
-        single = [[channels[i % fanout.WIDTH]] for i in range(posts * fanout.WIDTH)]
+        wide, single = fanout.sides(running.channels(fanout.WIDTH), posts)
         fanout.delivery_rate(single)
         fanout.delivery_rate(wide)
         budgets: dict[str, list[Budget]] = {"single": [], "wide": []}

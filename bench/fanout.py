@@ -40,11 +40,15 @@ def delivery_rate(channel_sets: list[list[int]]) -> float:
     return deliveries / seconds
 
 
+def sides(channels: list[int], posts: int) -> tuple[list[list[int]], list[list[int]]]:
+    """A round of each side: ``posts`` posts to every channel, and as many deliveries as
+    single-channel posts, spread over the same channels."""
+    return [channels] * posts, [[channels[i % WIDTH]] for i in range(posts * WIDTH)]
+
+
 def run(backend: str, posts: int, rounds: int) -> dict[str, Any]:
     with stack(backend, "fanout") as running:
-        channels = running.channels(WIDTH)
-        wide = [channels] * posts
-        single = [[channels[i % WIDTH]] for i in range(posts * WIDTH)]
+        wide, single = sides(running.channels(WIDTH), posts)
         # Warm up with a whole round of each: the first wide round starts the delivery
         # threads and their database connections, and ran ~10 % below the later ones.
         delivery_rate(single)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -539,9 +540,15 @@ def _until_a_claim_waits(store: str) -> None:
         return
     with db.reading() as s:
         for _ in range(500):
-            waits = s.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).scalar()
+            # This database only: another test run on the same server may wait for its own locks.
+            waits = s.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                )
+            ).scalar()
             if waits:
                 return
             s.rollback()
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
     raise AssertionError("the later claim never waited for the held row")
